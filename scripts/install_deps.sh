@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The one install step (README, .ci/run): Debian packages, then the npm
+# packages the tokenizer oracle tests use. Idempotent; skips what is present.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+pkgs=(cmake ninja-build g++ pkg-config ccache
+      libcli11-dev libsimdjson-dev libzstd-dev libssl-dev libpcre2-dev
+      libgtest-dev libgmock-dev libbenchmark-dev
+      clang-14 libclang-rt-14-dev python3-numpy nodejs npm)
+missing=()
+for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+# nodejs/npm may come from elsewhere on dev boxes: only require the commands.
+if command -v node >/dev/null && command -v npm >/dev/null; then
+  missing=("${missing[@]/nodejs/}"); missing=("${missing[@]/npm/}")
+fi
+read -r -a missing <<<"${missing[*]:-}"
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+if [ -f "$here/node/package.json" ] && [ ! -d "$here/node/node_modules" ]; then
+  (cd "$here/node" && npm install --no-audit --no-fund)
+fi
