@@ -1,0 +1,82 @@
+#include "k3/format/safetensors_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "k3/io/error.h"
+
+namespace k3 {
+namespace {
+
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+void preadExact(int fd, void* buf, size_t len, uint64_t offset, const std::string& path) {
+  auto* p = static_cast<char*>(buf);
+  while (len > 0) {
+    ssize_t n = ::pread(fd, p, len, static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      failErrno(errno, path, "read failed");
+    }
+    if (n == 0) fail(ErrorKind::Format, path, ": unexpected end of file at byte ", offset);
+    p += n;
+    len -= static_cast<size_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+}
+
+}  // namespace
+
+SafetensorsFile SafetensorsFile::open(const std::string& path, Access access) {
+  SafetensorsFile f;
+  f.path_ = path;
+  Fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (fd.fd < 0) failErrno(errno, path, "cannot open");
+  struct stat st {};
+  if (::fstat(fd.fd, &st) != 0) failErrno(errno, path, "cannot stat");
+  f.fileSize_ = static_cast<uint64_t>(st.st_size);
+  if (f.fileSize_ < 8)
+    fail(ErrorKind::Format, path, ": truncated: ", f.fileSize_,
+         " bytes, shorter than the 8-byte header length");
+  unsigned char lenBytes[8];
+  preadExact(fd.fd, lenBytes, 8, 0, path);
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | lenBytes[i];
+  if (n > f.fileSize_ - 8)
+    fail(ErrorKind::Format, path, ": header length ", n, " exceeds the file size (", f.fileSize_,
+         " bytes)");
+  if (n > kMaxSafetensorsHeader)
+    fail(ErrorKind::Format, path, ": header length ", n, " exceeds the limit of ",
+         kMaxSafetensorsHeader, " bytes");
+  if (n < 2) fail(ErrorKind::Format, path, ": header length ", n, " is too small for JSON");
+  f.headerLength_ = n;
+  std::string json(n, '\0');
+  preadExact(fd.fd, json.data(), n, 8, path);
+  f.header_ = parseSafetensorsHeader(json, f.fileSize_ - 8 - n, path);
+  if (access == Access::Mapped) f.map_ = MappedFile::open(path);
+  return f;
+}
+
+const TensorInfo& SafetensorsFile::require(std::string_view name) const {
+  const TensorInfo* t = find(name);
+  if (!t) fail(ErrorKind::Missing, path_, ": tensor '", name, "' is missing");
+  return *t;
+}
+
+std::span<const uint8_t> SafetensorsFile::data(const TensorInfo& t) const {
+  if (!map_.data() && t.nbytes() > 0)
+    fail(ErrorKind::Usage, path_, ": tensor '", t.name, "': file opened without a mapping");
+  if (t.nbytes() == 0) return {};
+  return {map_.data() + dataOffset() + t.begin, t.nbytes()};
+}
+
+}  // namespace k3

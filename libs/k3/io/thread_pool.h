@@ -1,0 +1,65 @@
+// ThreadPool: a fixed set of workers for fork-join loops. The calling thread
+// takes part, so ThreadPool(1) runs everything inline. run() does not
+// allocate, so it can sit on a per-token path. One job at a time: run() and
+// parallelFor() must not be called concurrently on the same pool.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <mutex>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace k3 {
+
+// A non-owning reference to a callable (no allocation, unlike std::function).
+template <typename Sig>
+class FunctionRef;
+template <typename R, typename... Args>
+class FunctionRef<R(Args...)> {
+ public:
+  template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, FunctionRef>>>
+  FunctionRef(F&& f)  // NOLINT: implicit by design
+      : obj_(const_cast<void*>(static_cast<const void*>(&f))),
+        call_([](void* o, Args... a) -> R { return (*static_cast<std::remove_reference_t<F>*>(o))(std::forward<Args>(a)...); }) {}
+  R operator()(Args... a) const { return call_(obj_, std::forward<Args>(a)...); }
+
+ private:
+  void* obj_;
+  R (*call_)(void*, Args...);
+};
+
+class ThreadPool {
+ public:
+  // threads = total workers including the caller; 0 means hardware_concurrency.
+  explicit ThreadPool(size_t threads = 0);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  size_t size() const { return workers_.size() + 1; }
+
+  // Calls fn(tid, nthreads) once on every thread (tid 0 is the caller). Blocks.
+  void run(FunctionRef<void(size_t, size_t)> fn);
+
+  // Splits [0, n) into size() contiguous ranges, at multiples of `grain`,
+  // and calls fn(begin, end) for each non-empty one. Blocks.
+  void parallelFor(size_t n, FunctionRef<void(size_t, size_t)> fn, size_t grain = 1);
+
+ private:
+  void workerLoop(size_t tid);
+
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  FunctionRef<void(size_t, size_t)>* job_ = nullptr;
+  size_t generation_ = 0;
+  size_t pending_ = 0;
+  bool stop_ = false;
+};
+
+}  // namespace k3
