@@ -137,7 +137,7 @@ def mla_naive(q_nope, q_rope, latent, k_rope, w_kvb, nope, vdim, dt=np.float32):
     vals = np.einsum("hdc,sc->shd", wk[:, nope:], latent).astype(dt)     # [S, H, vdim]
     root = dt(np.sqrt(float(q_nope.shape[-1] + q_rope.shape[-1])))
     sc = (np.einsum("thd,shd->hts", q_nope, k_nope)
-          + np.einsum("thr,sr->ts", q_rope, k_rope)[None]).astype(dt) / root
+          + np.einsum("thr,sr->hts", q_rope, k_rope)).astype(dt) / root
     mask = np.triu(np.ones((t_len, t_len), dtype=bool), 1)
     sc = np.where(mask[None], dt(-np.inf), sc)
     p = softmax(sc, axis=-1, dt=dt)                                      # [H, T, S]
