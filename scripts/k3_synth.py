@@ -1,0 +1,482 @@
+#!/usr/bin/python3
+"""Generate a synthetic, K3-shaped Hugging Face snapshot (the project's test data).
+
+    k3_synth.py --preset tiny|small|medium --seed N --out DIR [--no-prefix]
+
+Layout mirrors the real Kimi K3 snapshot (spec sections 1-4 and 7.1):
+config.json with `text_config`, generation_config.json, tiktoken.model (a
+rank-BPE vocabulary trained here on embedded text), tokenizer_config.json
+with the 16 named K3 added tokens, model.safetensors.index.json and shards
+`model-NNNNN-of-TTTTTT.safetensors`: shard n holds layer n-1, then one
+embed/head shard, then two vision shards. Inside a layer shard the tensors
+are ordered like HF safetensors writes them (F32 first, then BF16, then U8,
+each by name), so routed experts appear in string order of their names
+(experts.0, experts.1, experts.10, ...), six tensors back-to-back.
+
+Same preset + seed + prefix flag -> byte-identical output. Tensors are
+streamed to disk one at a time, so `medium` never sits in RAM.
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import k3_tok_corpus  # noqa: E402
+import k3_tok_train  # noqa: E402
+
+GENERATOR_VERSION = 1
+K3_BOS = 163584  # first added-token id of the real model; offsets below are relative to it
+
+# The 16 named K3 added tokens: (id - 163584, content, special).
+K3_ADDED = (
+    (0, "[BOS]", True), (1, "[EOS]", True), (2, "<|end_of_msg|>", True),
+    (3, "<|open|>", False), (4, "<|close|>", False), (5, "<|sep|>", False),
+    (6, "[start_header_id]", True), (7, "[end_header_id]", True), (9, "[EOT]", True),
+    (18, "<|media_begin|>", True), (19, "<|media_content|>", True),
+    (20, "<|media_end|>", True), (21, "<|media_pad|>", True),
+    (65, "<osagent_mode>", True), (254, "[UNK]", True), (255, "[PAD]", True),
+)
+
+# Dimensions per preset. Every K3 structural feature is present in each:
+# several KDA and MLA layers (MLA = every 4th plus the last, 1-based), dense
+# layer 0, >= 2 AttnRes blocks, top-k < experts, latent < hidden, shared experts.
+PRESETS = {
+    "tiny": dict(
+        hidden=128, layers=8, full_attn=[4, 8], block=3, dense_inter=96,  # 96 % 64 != 0: int4 fallback
+        experts=16, topk=4, moe_inter=64, latent=64, shared=2,
+        kda_heads=2, kda_dim=64, conv=4,
+        mla_heads=2, q_lora=64, kv_lora=64, nope=32, rope=32, v_dim=32,
+        num_base=512, vision_width=32, vision_blocks=1),
+    "small": dict(
+        hidden=256, layers=13, full_attn=[4, 8, 12, 13], block=4, dense_inter=512,
+        experts=896, topk=8, moe_inter=128, latent=128, shared=2,
+        kda_heads=4, kda_dim=64, conv=4,
+        mla_heads=4, q_lora=128, kv_lora=128, nope=32, rope=32, v_dim=32,
+        num_base=1024, vision_width=64, vision_blocks=2),
+    "medium": dict(
+        hidden=1024, layers=17, full_attn=[4, 8, 12, 16, 17], block=4, dense_inter=2048,
+        experts=512, topk=16, moe_inter=512, latent=512, shared=2,
+        kda_heads=8, kda_dim=128, conv=4,
+        mla_heads=8, q_lora=256, kv_lora=256, nope=64, rope=32, v_dim=64,
+        num_base=2048, vision_width=128, vision_blocks=2),
+}
+
+E2M1_MS = 68.5 / 8.0  # mean square of the e2m1 value table over uniform random codes
+
+
+# ---------------------------------------------------------------- config files
+
+def text_config(p, bos, eos, pad):
+    L = p["layers"]
+    kda = [i for i in range(1, L + 1) if i not in p["full_attn"]]
+    return {
+        "architectures": ["KimiLinearForCausalLM"],
+        "model_type": "kimi_linear",
+        "hidden_size": p["hidden"],
+        "num_hidden_layers": L,
+        "vocab_size": p["num_base"] + 256,
+        "first_k_dense_replace": 1,
+        "intermediate_size": p["dense_inter"],
+        "num_attention_heads": p["mla_heads"],
+        "num_key_value_heads": p["mla_heads"],
+        "q_lora_rank": p["q_lora"],
+        "kv_lora_rank": p["kv_lora"],
+        "qk_nope_head_dim": p["nope"],
+        "qk_rope_head_dim": p["rope"],
+        "v_head_dim": p["v_dim"],
+        "num_experts": p["experts"],
+        "num_experts_per_token": p["topk"],
+        "moe_intermediate_size": p["moe_inter"],
+        "routed_expert_hidden_size": p["latent"],
+        "num_shared_experts": p["shared"],
+        "attn_res_block_size": p["block"],
+        "activation_situ_beta": 4,
+        "activation_situ_linear_beta": 25,
+        "rms_norm_eps": 1e-05,
+        "linear_attn_config": {
+            "num_heads": p["kda_heads"],
+            "head_dim": p["kda_dim"],
+            "short_conv_kernel_size": p["conv"],
+            "gate_lower_bound": -5,
+            "kda_layers": kda,
+            "full_attn_layers": list(p["full_attn"]),
+            "use_full_rank_gate": True,
+        },
+        "hidden_act": "situ",
+        "latent_moe_use_norm": True,
+        "mla_use_nope": True,
+        "mla_use_output_gate": True,
+        "moe_router_activation_func": "sigmoid",
+        "moe_renormalize": True,
+        "use_grouped_topk": True,
+        "topk_method": "noaux_tc",
+        "num_expert_group": 1,
+        "topk_group": 1,
+        "routed_scaling_factor": 1.0,
+        "moe_layer_freq": 1,
+        "num_nextn_predict_layers": 0,
+        "max_position_embeddings": 1048576,
+        "tie_word_embeddings": False,
+        "bos_token_id": bos,
+        "eos_token_id": eos,
+        "pad_token_id": pad,
+        "quantization_config": {
+            "quant_method": "compressed-tensors",
+            "format": "mxfp4-pack-quantized",
+            "quantization_status": "compressed",
+            "global_compression_ratio": None,
+            "kv_cache_scheme": None,
+            "config_groups": {"group_0": {
+                "targets": ["Linear"],
+                "input_activations": None,
+                "output_activations": None,
+                "format": "mxfp4-pack-quantized",
+                "weights": {
+                    "num_bits": 4, "type": "float", "symmetric": True, "strategy": "group",
+                    "group_size": 32, "scale_dtype": "torch.uint8", "dynamic": False,
+                    "observer": "minmax", "observer_kwargs": {}, "actorder": None,
+                    "block_structure": None, "zp_dtype": None}}},
+            "ignore": ["re:.*self_attn.*", "re:.*shared_experts.*",
+                       "re:.*mlp\\.(gate|up|gate_up|down)_proj.*", "re:.*lm_head.*",
+                       "re:.*vision_tower.*", "re:.*mm_projector.*"],
+        },
+    }
+
+
+def root_config(p, preset, seed):
+    nb = p["num_base"]
+    bos, eos, pad = nb + 0, nb + 2, nb + 255
+    vw = p["vision_width"]
+    return {
+        "architectures": ["KimiK3ForConditionalGeneration"],
+        "model_type": "kimi_k3",
+        "bos_token_id": bos,
+        "eos_token_id": eos,
+        "pad_token_id": pad,
+        "media_placeholder_token_id": nb + 21,
+        "image_placeholder": "<|kimi_image_placeholder|>",
+        "tie_word_embeddings": False,
+        "dtype": "bfloat16",
+        "vision_config": {"hidden_size": vw, "num_hidden_layers": p["vision_blocks"],
+                          "patch_size": 14, "mm_hidden_size": p["hidden"]},
+        "text_config": text_config(p, bos, eos, pad),
+        "k3_synth": {"preset": preset, "seed": seed, "generator_version": GENERATOR_VERSION},
+    }
+
+
+def tokenizer_config(p):
+    nb = p["num_base"]
+    dec = {}
+    for off, content, special in K3_ADDED:
+        dec[str(nb + off)] = {"content": content, "lstrip": False, "normalized": False,
+                              "rstrip": False, "single_word": False, "special": special}
+    return {
+        "added_tokens_decoder": dec,
+        "bos_token": "[BOS]",
+        "eos_token": "[EOS]",
+        "pad_token": "[PAD]",
+        "unk_token": "[UNK]",
+        "clean_up_tokenization_spaces": False,
+        "model_max_length": 1048576,
+        "tokenizer_class": "TikTokenTokenizer",
+    }
+
+
+# ------------------------------------------------------------- tensor values
+
+def to_bf16(a):
+    """float32 array -> bf16 bit patterns (uint16), round to nearest even."""
+    u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+    r = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
+    return r.astype(np.uint16)
+
+
+def normal(rng, shape, std, mean=0.0):
+    x = rng.standard_normal(int(np.prod(shape)), dtype=np.float32)
+    x *= np.float32(std)
+    if mean:
+        x += np.float32(mean)
+    return x
+
+
+class T:
+    """One planned tensor: name, dtype, shape and a value recipe."""
+    __slots__ = ("name", "dtype", "shape", "kind", "arg")
+
+    def __init__(self, name, dtype, shape, kind, arg=None):
+        self.name, self.dtype, self.shape, self.kind, self.arg = name, dtype, list(shape), kind, arg
+
+    def nbytes(self):
+        n = int(np.prod(self.shape))
+        return n * {"BF16": 2, "F32": 4, "U8": 1}[self.dtype]
+
+
+def expert_scale_base(fan_in):
+    # Dequantised std = sqrt(E2M1_MS * E[4^j]) * 2^(s-127) with j in {-1,0,0,1}.
+    target = 1.0 / math.sqrt(fan_in)
+    jitter_ms = (0.25 + 1.0 + 1.0 + 4.0) / 4.0
+    return 127 + int(round(math.log2(target / math.sqrt(E2M1_MS * jitter_ms))))
+
+
+def produce(t, rng):
+    """Bytes of tensor t, drawn from rng (consumed in shard data order)."""
+    n = int(np.prod(t.shape))
+    k = t.kind
+    if k == "packed":  # random e2m1 codes, both nibbles uniform
+        raw = rng.bit_generator.random_raw((n + 7) // 8)
+        return raw.view(np.uint8)[:n].tobytes()
+    if k == "scale":  # valid ue8m0 around the base exponent, never 0 or 255
+        j = rng.integers(0, 4, n, dtype=np.uint8)
+        s = (np.int32(t.arg) + np.array([-1, 0, 0, 1], np.int32)[j]).clip(1, 254)
+        return s.astype(np.uint8).tobytes()
+    if k == "linear":
+        x = normal(rng, t.shape, 1.0 / math.sqrt(t.shape[-1]))
+    elif k == "norm":
+        x = normal(rng, t.shape, 0.05, 1.0)
+    elif k == "embed":
+        x = normal(rng, t.shape, 1.0)
+    elif k == "res_proj":  # AttnRes scores ~ N(0, 0.5^2): mixes stay soft
+        x = normal(rng, t.shape, 0.5 / math.sqrt(t.shape[-1]))
+    elif k == "router":  # logits ~ N(0, 1.5^2) -> varied sigmoid scores
+        x = normal(rng, t.shape, 1.5 / math.sqrt(t.shape[-1]))
+    elif k == "score_bias":
+        x = normal(rng, t.shape, 0.1)
+    elif k == "a_log":  # first Hk entries small, padding exactly 0 (spec 2.4)
+        x = np.zeros(n, np.float32)
+        x[:t.arg] = rng.uniform(-1.0, 0.5, t.arg).astype(np.float32)
+    elif k == "dt_bias":  # decay mostly between 0.3 and 0.95 per token
+        x = rng.uniform(-3.0, 0.0, n).astype(np.float32)
+    elif k == "conv":  # taps ~ N(0, 1/K) plus a stronger newest tap
+        x = normal(rng, t.shape, 1.0 / math.sqrt(t.shape[-1])).reshape(-1, t.shape[-1])
+        x[:, -1] += np.float32(1.0)
+        x = x.reshape(-1)
+    elif k == "conv_weight":
+        x = normal(rng, t.shape, 0.02)
+    else:
+        raise ValueError(f"unknown tensor kind {k} for {t.name}")
+    if t.dtype == "F32":
+        return x.astype(np.float32).tobytes()
+    return to_bf16(x).tobytes()
+
+
+# --------------------------------------------------------------- tensor plan
+
+_DTYPE_RANK = {"F32": 0, "BF16": 1, "U8": 2}  # HF writer: larger dtypes first
+
+
+def layer_tensors(p, i, pre):
+    D = p["hidden"]
+    L = f"{pre}model.layers.{i}."
+    ts = [
+        T(L + "input_layernorm.weight", "BF16", [D], "norm"),
+        T(L + "post_attention_layernorm.weight", "BF16", [D], "norm"),
+        T(L + "self_attention_res_norm.weight", "BF16", [D], "norm"),
+        T(L + "self_attention_res_proj.weight", "BF16", [1, D], "res_proj"),
+        T(L + "mlp_res_norm.weight", "BF16", [D], "norm"),
+        T(L + "mlp_res_proj.weight", "BF16", [1, D], "res_proj"),
+    ]
+    a = L + "self_attn."
+    if (i + 1) in p["full_attn"]:  # MLA
+        H, qk, vd = p["mla_heads"], p["nope"] + p["rope"], p["v_dim"]
+        ts += [
+            T(a + "q_a_proj.weight", "BF16", [p["q_lora"], D], "linear"),
+            T(a + "q_a_layernorm.weight", "BF16", [p["q_lora"]], "norm"),
+            T(a + "q_b_proj.weight", "BF16", [H * qk, p["q_lora"]], "linear"),
+            T(a + "kv_a_proj_with_mqa.weight", "BF16", [p["kv_lora"] + p["rope"], D], "linear"),
+            T(a + "kv_a_layernorm.weight", "BF16", [p["kv_lora"]], "norm"),
+            T(a + "kv_b_proj.weight", "BF16", [H * (p["nope"] + vd), p["kv_lora"]], "linear"),
+            T(a + "o_proj.weight", "BF16", [D, H * vd], "linear"),
+            T(a + "g_proj.weight", "BF16", [H * vd, D], "linear"),
+        ]
+    else:  # KDA
+        Hk, d, K = p["kda_heads"], p["kda_dim"], p["conv"]
+        P = Hk * d
+        ts += [T(a + f"{x}_proj.weight", "BF16", [P, D], "linear") for x in ("q", "k", "v", "g")]
+        ts += [
+            T(a + "o_proj.weight", "BF16", [D, P], "linear"),
+            T(a + "f_a_proj.weight", "BF16", [d, D], "linear"),
+            T(a + "f_b_proj.weight", "BF16", [P, d], "linear"),
+            T(a + "b_proj.weight", "BF16", [Hk, D], "linear"),
+            T(a + "dt_bias", "F32", [P], "dt_bias"),
+            T(a + "A_log", "F32", [d], "a_log", Hk),
+            T(a + "o_norm.weight", "F32", [d], "norm"),
+        ]
+        ts += [T(a + f"{x}_conv1d.weight", "F32", [P, 1, K], "conv") for x in ("q", "k", "v")]
+    if i < 1:  # first_k_dense_replace = 1
+        I = p["dense_inter"]
+        ts += [
+            T(L + "mlp.gate_proj.weight", "BF16", [I, D], "linear"),
+            T(L + "mlp.up_proj.weight", "BF16", [I, D], "linear"),
+            T(L + "mlp.down_proj.weight", "BF16", [D, I], "linear"),
+        ]
+    else:
+        m = L + "block_sparse_moe."
+        E, Z, Mi = p["experts"], p["latent"], p["moe_inter"]
+        Ish = Mi * p["shared"]
+        ts += [
+            T(m + "gate.weight", "BF16", [E, D], "router"),
+            T(m + "gate.e_score_correction_bias", "F32", [E], "score_bias"),
+            T(m + "routed_expert_down_proj.weight", "BF16", [Z, D], "linear"),
+            T(m + "routed_expert_up_proj.weight", "BF16", [D, Z], "linear"),
+            T(m + "routed_expert_norm.weight", "BF16", [Z], "norm"),
+            T(m + "shared_experts.gate_proj.weight", "BF16", [Ish, D], "linear"),
+            T(m + "shared_experts.up_proj.weight", "BF16", [Ish, D], "linear"),
+            T(m + "shared_experts.down_proj.weight", "BF16", [D, Ish], "linear"),
+        ]
+        s13, s2 = expert_scale_base(Z), expert_scale_base(Mi)
+        for e in range(E):
+            x = f"{m}experts.{e}."
+            ts += [
+                T(x + "w1.weight_packed", "U8", [Mi, Z // 2], "packed"),
+                T(x + "w1.weight_scale", "U8", [Mi, Z // 32], "scale", s13),
+                T(x + "w2.weight_packed", "U8", [Z, Mi // 2], "packed"),
+                T(x + "w2.weight_scale", "U8", [Z, Mi // 32], "scale", s2),
+                T(x + "w3.weight_packed", "U8", [Mi, Z // 2], "packed"),
+                T(x + "w3.weight_scale", "U8", [Mi, Z // 32], "scale", s13),
+            ]
+    return ts
+
+
+def global_tensors(p, pre):
+    D, V = p["hidden"], p["num_base"] + 256
+    return [
+        T(pre + "model.embed_tokens.weight", "BF16", [V, D], "embed"),
+        T(pre + "model.norm.weight", "BF16", [D], "norm"),
+        T(pre + "model.output_attn_res_norm.weight", "BF16", [D], "norm"),
+        T(pre + "model.output_attn_res_proj.weight", "BF16", [1, D], "res_proj"),
+        T(pre + "lm_head.weight", "BF16", [V, D], "linear"),
+    ]
+
+
+def vision_tensors(p):
+    D, W = p["hidden"], p["vision_width"]
+    proj = [
+        T("mm_projector.post_norm.weight", "BF16", [D], "norm"),
+        T("mm_projector.proj.0.weight", "BF16", [4 * W, 4 * W], "linear"),
+        T("mm_projector.proj.2.weight", "BF16", [D, 4 * W], "linear"),
+    ]
+    v = "vision_tower."
+    tower = [
+        T(v + "patch_embed.proj.weight", "BF16", [W, 3, 14, 14], "conv_weight"),
+        T(v + "patch_embed.pos_emb.weight", "BF16", [8, 8, W], "conv_weight"),
+        T(v + "encoder.final_layernorm.weight", "BF16", [W], "norm"),
+    ]
+    for b in range(p["vision_blocks"]):
+        blk = f"{v}encoder.blocks.{b}."
+        tower += [
+            T(blk + "wqkv.weight", "BF16", [3 * W, W], "linear"),
+            T(blk + "wo.weight", "BF16", [W, W], "linear"),
+            T(blk + "mlp.fc0.weight", "BF16", [4 * W, W], "linear"),
+            T(blk + "mlp.fc1.weight", "BF16", [W, 4 * W], "linear"),
+            T(blk + "norm0.weight", "BF16", [W], "norm"),
+            T(blk + "norm1.weight", "BF16", [W], "norm"),
+        ]
+    return proj, tower
+
+
+def plan_shards(p, prefix):
+    pre = "language_model." if prefix else ""
+    groups = [layer_tensors(p, i, pre) for i in range(p["layers"])]
+    groups.append(global_tensors(p, pre))
+    groups.extend(vision_tensors(p))
+    total = len(groups)
+    shards = []
+    for n, ts in enumerate(groups, start=1):
+        ts = sorted(ts, key=lambda t: (_DTYPE_RANK[t.dtype], t.name))
+        shards.append((f"model-{n:05d}-of-{total:06d}.safetensors", ts))
+    return shards
+
+
+# ------------------------------------------------------------------- writing
+
+def header_bytes(ts):
+    hdr = {"__metadata__": {"format": "pt"}}
+    off = 0
+    for t in ts:
+        hdr[t.name] = {"dtype": t.dtype, "shape": t.shape, "data_offsets": [off, off + t.nbytes()]}
+        off += t.nbytes()
+    js = json.dumps(hdr, separators=(",", ":")).encode("ascii")
+    js += b" " * ((-(8 + len(js))) % 8)
+    return len(js).to_bytes(8, "little") + js, off
+
+
+def write_shard(path, ts, seed, shard_no):
+    head, size = header_bytes(ts)
+    rng = np.random.Generator(np.random.SFC64(np.random.SeedSequence([seed, shard_no, 0x4B33])))
+    tmp = path + ".tmp"
+    written = 0
+    with open(tmp, "wb", buffering=0) as f:
+        f.write(head)
+        for t in ts:
+            b = produce(t, rng)
+            if len(b) != t.nbytes():
+                raise AssertionError(f"{t.name}: produced {len(b)} bytes, planned {t.nbytes()}")
+            f.write(b)
+            written += len(b)
+    if written != size or os.path.getsize(tmp) != len(head) + size:
+        raise AssertionError(f"{path}: size mismatch after writing")
+    os.replace(tmp, path)
+    return size
+
+
+def dump_json(path, obj):
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--preset", required=True, choices=sorted(PRESETS))
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--prefix", dest="prefix", action="store_true", default=True,
+                    help="names carry 'language_model.' like the real model (default)")
+    ap.add_argument("--no-prefix", dest="prefix", action="store_false")
+    ap.add_argument("--dry-run", action="store_true", help="print the size split and exit")
+    args = ap.parse_args(argv)
+    if args.seed < 0:
+        ap.error("--seed must be >= 0")
+
+    t0 = time.time()
+    p = PRESETS[args.preset]
+    shards = plan_shards(p, args.prefix)
+    expert_bytes = sum(t.nbytes() for _, ts in shards for t in ts if ".experts." in t.name)
+    total_bytes = sum(t.nbytes() for _, ts in shards for t in ts)
+    if args.dry_run:
+        print(f"{args.preset}: {len(shards)} shards, {total_bytes} tensor bytes, "
+              f"experts {100.0 * expert_bytes / total_bytes:.1f}%")
+        return 0
+
+    os.makedirs(args.out, exist_ok=False)
+    dump_json(os.path.join(args.out, "config.json"), root_config(p, args.preset, args.seed))
+    dump_json(os.path.join(args.out, "generation_config.json"), {"temperature": 1.0, "top_p": 1.0})
+    dump_json(os.path.join(args.out, "tokenizer_config.json"), tokenizer_config(p))
+    tokens = k3_tok_train.train(k3_tok_corpus.CORPUS, p["num_base"])
+    if len(tokens) != p["num_base"]:
+        raise AssertionError("tokenizer training produced the wrong number of ranks")
+    with open(os.path.join(args.out, "tiktoken.model"), "w", encoding="ascii") as f:
+        f.write(k3_tok_train.tiktoken_text(tokens))
+
+    weight_map = {}
+    for n, (fname, ts) in enumerate(shards, start=1):
+        write_shard(os.path.join(args.out, fname), ts, args.seed, n)
+        for t in ts:
+            weight_map[t.name] = fname
+    index = {"metadata": {"total_size": total_bytes},
+             "weight_map": {k: weight_map[k] for k in sorted(weight_map)}}
+    dump_json(os.path.join(args.out, "model.safetensors.index.json"), index)
+    print(f"k3_synth: {args.preset} seed {args.seed} -> {args.out}: {len(shards)} shards, "
+          f"{total_bytes} tensor bytes (experts {100.0 * expert_bytes / total_bytes:.1f}%), "
+          f"{time.time() - t0:.1f}s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
