@@ -393,6 +393,166 @@ class ReaderTests(unittest.TestCase):
 
 
 # ----------------------------------------------------------------------------
+class LiteralK3:
+    """Spec 6 transcribed token by token in float64 with explicit loops and
+    carried state (conv windows, KDA state, MLA cache), written independently of
+    k3_ref_ops: a second formulation of the whole model to compare against."""
+
+    def __init__(self, snapdir):
+        self.s = Snapshot(snapdir)
+        c = self.s.config
+        self.c = c
+        self.la = c["linear_attn_config"]
+        self.eps = float(c.get("rms_norm_eps", 1e-5))
+        self.cache = {}
+
+    def W(self, name):
+        if name not in self.cache:
+            self.cache[name] = self.s.f32(name).astype(F64)
+        return self.cache[name]
+
+    def norm(self, x, w):
+        return x / math.sqrt(float(np.dot(x, x)) / x.size + self.eps) * w
+
+    @staticmethod
+    def sig(x):
+        return 1.0 / (1.0 + np.exp(-x))
+
+    def situ(self, g, u):
+        b1, b2 = self.c["activation_situ_beta"], self.c["activation_situ_linear_beta"]
+        return b1 * np.tanh(g / b1) * self.sig(g) * (b2 * np.tanh(u / b2))
+
+    def mix(self, prefix, blocks, w):
+        cands = blocks + [prefix]
+        sc = [float(np.dot(v, w)) / math.sqrt(float(np.dot(v, v)) / v.size + self.eps) for v in cands]
+        m = max(sc)
+        e = [math.exp(x - m) for x in sc]
+        return sum((e[j] / sum(e)) * cands[j] for j in range(len(cands)))
+
+    def expert_matrix(self, name, rows, cols):
+        packed = self.s.u8(name + ".weight_packed", rows * cols // 2).reshape(rows, cols // 2)
+        scale = self.s.u8(name + ".weight_scale", rows * cols // 32).reshape(rows, cols // 32)
+        mags = [0, 0.5, 1, 1.5, 2, 3, 4, 6]
+        w = np.zeros((rows, cols))
+        for col in range(cols):
+            byte = packed[:, col // 2].astype(int)
+            code = (byte & 15) if col % 2 == 0 else (byte >> 4)
+            val = np.array([(-1 if c & 8 else 1) * mags[c & 7] for c in code], F64)
+            w[:, col] = val * np.array([math.ldexp(1.0, int(sv) - 127) for sv in scale[:, col // 32]])
+        return w
+
+    def run(self, ids):
+        c, la = self.c, self.la
+        L, bs = c["num_hidden_layers"], c["attn_res_block_size"]
+        hk, hd, K = la["num_heads"], la["head_dim"], la["short_conv_kernel_size"]
+        kda = {n - 1 for n in la["kda_layers"]}
+        H, nope, rope, vd, kvr = (c["num_attention_heads"], c["qk_nope_head_dim"], c["qk_rope_head_dim"],
+                                  c["v_head_dim"], c["kv_lora_rank"])
+        windows = {i: {s: [np.zeros(hk * hd)] * K for s in "qkv"} for i in kda}
+        states = {i: [np.zeros((hd, hd)) for _ in range(hk)] for i in kda}
+        caches = {i: [] for i in range(L) if i not in kda}
+        experts = {}
+        out = []
+        for tok in ids:
+            hidden = self.W("model.embed_tokens.weight")[tok].copy()
+            B = []
+            for i in range(L):
+                p = f"model.layers.{i}."
+                wa = self.W(p + "self_attention_res_norm.weight") * self.W(p + "self_attention_res_proj.weight").ravel()
+                wm = self.W(p + "mlp_res_norm.weight") * self.W(p + "mlp_res_proj.weight").ravel()
+                prefix = hidden
+                x = self.mix(prefix, B, wa) if B else hidden
+                reset = i % bs == 0
+                if reset:
+                    B.append(prefix)
+                x = self.norm(x, self.W(p + "input_layernorm.weight"))
+                a = p + "self_attn."
+                if i in kda:
+                    conv = {}
+                    for sname in "qkv":
+                        win = windows[i][sname][1:] + [self.W(a + sname + "_proj.weight") @ x]
+                        windows[i][sname] = win
+                        taps = self.W(a + sname + "_conv1d.weight").reshape(hk * hd, K)
+                        acc = sum(taps[:, j] * win[j] for j in range(K))
+                        conv[sname] = acc * self.sig(acc)
+                    f = self.W(a + "f_b_proj.weight") @ (self.W(a + "f_a_proj.weight") @ x) + self.W(a + "dt_bias")
+                    beta = self.sig(self.W(a + "b_proj.weight") @ x)
+                    gate = self.sig(self.W(a + "g_proj.weight") @ x)
+                    outs = []
+                    for h in range(hk):
+                        sl = slice(h * hd, (h + 1) * hd)
+                        q, k, v = conv["q"][sl], conv["k"][sl], conv["v"][sl]
+                        q = q / math.sqrt(float(q @ q) + 1e-6) / math.sqrt(hd)
+                        k = k / math.sqrt(float(k @ k) + 1e-6)
+                        alpha = np.exp(la.get("gate_lower_bound", -5.0)
+                                       * self.sig(math.exp(self.W(a + "A_log")[h]) * f[sl]))
+                        S = states[i][h]
+                        S = np.diag(alpha) @ S
+                        delta = beta[h] * (v - k @ S)
+                        S = S + np.outer(k, delta)
+                        states[i][h] = S
+                        o = self.norm(q @ S, self.W(a + "o_norm.weight"))
+                        outs.append(o * gate[sl])
+                    att = self.W(a + "o_proj.weight") @ np.concatenate(outs)
+                else:
+                    Q = self.W(a + "q_b_proj.weight") @ self.norm(self.W(a + "q_a_proj.weight") @ x,
+                                                                   self.W(a + "q_a_layernorm.weight"))
+                    ckv = self.W(a + "kv_a_proj_with_mqa.weight") @ x
+                    caches[i].append((self.norm(ckv[:kvr], self.W(a + "kv_a_layernorm.weight")), ckv[kvr:]))
+                    kvb = self.W(a + "kv_b_proj.weight")
+                    gate = self.sig(self.W(a + "g_proj.weight") @ x)
+                    ctxs = []
+                    for h in range(H):
+                        qn, qr = Q[h * (nope + rope):h * (nope + rope) + nope], Q[h * (nope + rope) + nope:(h + 1) * (nope + rope)]
+                        wk = kvb[h * (nope + vd):h * (nope + vd) + nope]
+                        wv = kvb[h * (nope + vd) + nope:(h + 1) * (nope + vd)]
+                        sc = np.array([(qn @ (wk @ Ls) + qr @ Rs) / math.sqrt(nope + rope) for Ls, Rs in caches[i]])
+                        pr = np.exp(sc - sc.max())
+                        pr /= pr.sum()
+                        ctx = sum(pr[j] * (wv @ caches[i][j][0]) for j in range(len(pr)))
+                        ctxs.append(ctx * gate[h * vd:(h + 1) * vd])
+                    att = self.W(a + "o_proj.weight") @ np.concatenate(ctxs)
+                prefix = att if reset else prefix + att
+                x = self.norm(self.mix(prefix, B, wm), self.W(p + "post_attention_layernorm.weight"))
+                if i < c["first_k_dense_replace"]:
+                    m = p + "mlp."
+                    y = self.W(m + "down_proj.weight") @ self.situ(self.W(m + "gate_proj.weight") @ x,
+                                                                  self.W(m + "up_proj.weight") @ x)
+                else:
+                    m = p + "block_sparse_moe."
+                    s = self.sig(self.W(m + "gate.weight") @ x)
+                    selv = s + self.W(m + "gate.e_score_correction_bias")
+                    chosen = []
+                    for _ in range(c["num_experts_per_token"]):  # greedy, strict '>'
+                        best = -1
+                        for e in range(len(selv)):
+                            if e not in chosen and (best < 0 or selv[e] > selv[best]):
+                                best = e
+                        chosen.append(best)
+                    tot = sum(s[e] for e in chosen) + 1e-20
+                    z = self.W(m + "routed_expert_down_proj.weight") @ x
+                    mi, lat = c["moe_intermediate_size"], c["routed_expert_hidden_size"]
+                    u = np.zeros(lat)
+                    for e in chosen:
+                        key = (i, e)
+                        if key not in experts:
+                            n = f"{m}experts.{e}."
+                            experts[key] = (self.expert_matrix(n + "w1", mi, lat), self.expert_matrix(n + "w2", lat, mi),
+                                            self.expert_matrix(n + "w3", mi, lat))
+                        w1, w2, w3 = experts[key]
+                        u += (s[e] / tot) * (w2 @ self.situ(w1 @ z, w3 @ z))
+                    y = self.W(m + "routed_expert_up_proj.weight") @ self.norm(u, self.W(m + "routed_expert_norm.weight"))
+                    sh = m + "shared_experts."
+                    y = y + self.W(sh + "down_proj.weight") @ self.situ(self.W(sh + "gate_proj.weight") @ x,
+                                                                        self.W(sh + "up_proj.weight") @ x)
+                hidden = prefix + y
+            wo = self.W("model.output_attn_res_norm.weight") * self.W("model.output_attn_res_proj.weight").ravel()
+            xo = self.norm(self.mix(hidden, B, wo), self.W("model.norm.weight"))
+            out.append(self.W("lm_head.weight") @ xo)
+        return np.array(out)
+
+
+# ----------------------------------------------------------------------------
 class MicroModelTests(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -421,6 +581,13 @@ class MicroModelTests(unittest.TestCase):
                                  shards=3, index=False)
         other, _ = k3_ref.K3Reference(d).forward(self.ids)
         np.testing.assert_array_equal(other, self.logits)
+
+    def test_matches_literal_token_by_token_transcription(self):
+        lit = LiteralK3(self.snap).run(self.ids)
+        l64, _ = k3_ref.K3Reference(self.snap, F64).forward(self.ids)
+        self.assertLess(rel_l2(l64, lit), 1e-10)
+        self.assertLess(rel_l2(self.logits, lit), 1e-5)
+        np.testing.assert_array_equal(np.argmax(self.logits, -1), np.argmax(lit, -1))
 
     def test_f32_close_to_all_double(self):
         l64, _ = k3_ref.K3Reference(self.snap, F64).forward(self.ids)
@@ -494,6 +661,9 @@ class SynthTinyTests(unittest.TestCase):
             self.assertGreater(float(np.std(logits)), 1e-3)
             self.assertGreater(len(set(np.argmax(logits, -1).tolist())), 1)
             self.assertTrue(all(1e-3 < x < 1e3 for x in rms), f"per-layer hidden rms {rms}")
+            lit = LiteralK3(d).run(ids[:6])
+            self.assertLess(rel_l2(logits[:6], lit), 1e-5)
+            np.testing.assert_array_equal(np.argmax(logits[:6], -1), np.argmax(lit, -1))
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
