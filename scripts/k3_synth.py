@@ -60,9 +60,9 @@ PRESETS = {
         mla_heads=4, q_lora=128, kv_lora=128, nope=32, rope=32, v_dim=32,
         num_base=1024, vision_width=64, vision_blocks=2),
     "medium": dict(
-        hidden=1024, layers=17, full_attn=[4, 8, 12, 16, 17], block=4, dense_inter=2048,
-        experts=512, topk=16, moe_inter=512, latent=512, shared=2,
-        kda_heads=8, kda_dim=128, conv=4,
+        hidden=768, layers=17, full_attn=[4, 8, 12, 16, 17], block=4, dense_inter=1536,
+        experts=608, topk=16, moe_inter=512, latent=384, shared=2,
+        kda_heads=6, kda_dim=128, conv=4,
         mla_heads=8, q_lora=256, kv_lora=256, nope=64, rope=32, v_dim=64,
         num_base=2048, vision_width=128, vision_blocks=2),
 }
