@@ -124,6 +124,7 @@ class K3Reference:
         self.snap = Snapshot(snapshot_dir)
         self.cfg = K3Config(self.snap.config, self.snap.root_config)
         self.dt = dt
+        self.route_margins = []  # per MoE layer: min over positions of sel[k-1] - sel[k]
 
     # --- weights -----------------------------------------------------------
     def w(self, name, shape):
@@ -216,6 +217,9 @@ class K3Reference:
         router = ops.linear(x, self.w(p + "gate.weight", (c.experts, d)), dt)
         bias = self.w(p + "gate.e_score_correction_bias", (c.experts,))
         ids, wts = ops.route_topk(router, bias, c.topk, dt)
+        if c.topk < c.experts:  # diagnostic: how close the k-th pick is to the first one left out
+            sel = np.sort(ops.sigmoid(router, dt) + bias, axis=-1)[:, ::-1]
+            self.route_margins.append(float(np.min(sel[:, c.topk - 1] - sel[:, c.topk])))
         z = ops.linear(x, self.w(p + "routed_expert_down_proj.weight", (c.latent, d)), dt)
         contrib = np.zeros((t, c.topk, c.latent), dtype=dt)
         for e in np.unique(ids):
@@ -340,14 +344,17 @@ def main(argv=None):
             am = [int(x) for x in np.argmax(logits, axis=-1)]
             summary = {"positions": len(ids), "vocab": int(logits.shape[1]), "argmax": am,
                        "finite": bool(np.all(np.isfinite(logits))), "logit_std": float(np.std(logits)),
-                       "seconds": round(secs, 3), "layer_rms_minmax": norms}
+                       "seconds": round(secs, 3), "layer_rms_minmax": norms,
+                       "min_route_margin": min(ref.route_margins) if ref.route_margins else None}
         if a.json:
             print(json.dumps(summary))
         else:
             print(f"k3_ref: {summary['positions']} positions, {secs:.2f} s")
             if logits is not None:
                 print(f"argmax: {','.join(str(x) for x in summary['argmax'])}")
-                print(f"finite: {summary['finite']}  logit std: {summary['logit_std']:.6g}")
+                print(f"finite: {summary['finite']}  logit std: {summary['logit_std']:.6g}"
+                      f"  min routing margin: {summary['min_route_margin']}")
+            sys.stdout.flush()
         return 0
     except (RefError, OSError) as e:
         print(f"k3_ref: error: {e}", file=sys.stderr)

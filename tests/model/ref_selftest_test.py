@@ -632,6 +632,17 @@ class MicroModelTests(unittest.TestCase):
         np.testing.assert_array_equal(np.fromfile(hid, "<f4").reshape(self.trace.shape), self.trace)
         self.assertEqual(json.loads(r.stdout)["argmax"], np.argmax(self.logits, -1).tolist())
 
+    def test_cli_ids_file_matches_ids(self):
+        idf = os.path.join(self.tmp, "ids.txt")
+        with open(idf, "w") as f:
+            f.write(" ".join(map(str, self.ids[:3])) + "\n")
+        out = os.path.join(self.tmp, "l3.f32")
+        r = subprocess.run([sys.executable, os.path.join(SRC, "scripts", "k3_ref.py"), self.snap,
+                            "--ids-file", idf, "--out", out], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(os.path.getsize(out), 3 * 97 * 4)
+        self.assertLess(rel_l2(np.fromfile(out, "<f4").reshape(3, 97), self.logits[:3]), 1e-5)
+
     def test_cli_rejects_out_of_range_id(self):
         r = subprocess.run([sys.executable, os.path.join(SRC, "scripts", "k3_ref.py"), self.snap,
                             "--ids", "1,97"], capture_output=True, text=True)
