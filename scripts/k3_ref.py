@@ -53,7 +53,7 @@ from k3_ref_io import RefError, Snapshot  # noqa: E402
 class K3Config:
     """The hyper-parameters of spec 1.2/1.3, read from the text config."""
 
-    def __init__(self, tc, root=None):
+    def __init__(self, tc):
         def need(key, obj=tc, where="text config"):
             if key not in obj or obj[key] is None:
                 raise RefError(f"config.json: {where} lacks required key '{key}'")
@@ -122,7 +122,7 @@ class K3Reference:
 
     def __init__(self, snapshot_dir, dt=np.float32):
         self.snap = Snapshot(snapshot_dir)
-        self.cfg = K3Config(self.snap.config, self.snap.root_config)
+        self.cfg = K3Config(self.snap.config)
         self.dt = dt
         self.route_margins = []  # per MoE layer: min over positions of sel[k-1] - sel[k]
 
@@ -250,11 +250,10 @@ class K3Reference:
         if ids.min() < 0 or ids.max() >= c.vocab:
             raise RefError(f"token id out of range [0, {c.vocab})")
         emb_name = "model.embed_tokens.weight"
-        emb = self.snap.f32(emb_name)
-        if emb.shape != (c.vocab, c.hidden):
-            raise RefError(f"{self.snap.full(emb_name)}: shape {list(emb.shape)}, expected [{c.vocab}, {c.hidden}]")
-        hidden = emb[ids].astype(dt)
-        del emb
+        if self.snap.shape(emb_name) != (c.vocab, c.hidden):
+            raise RefError(f"{self.snap.full(emb_name)}: shape {list(self.snap.shape(emb_name))},"
+                           f" expected [{c.vocab}, {c.hidden}]")
+        hidden = self.snap.f32_rows(emb_name, ids).astype(dt)  # spec 6.1: one row per token
         blocks = []
         trace = [] if want_hidden else None
         d = c.hidden

@@ -101,6 +101,19 @@ class SafetensorsFile:
             raise RefError(f"{self.path}: tensor {name}: expected a float dtype, got {dt}")
         return out.reshape(shape)
 
+    def float32_rows(self, name, rows):
+        """Selected rows (first axis) of a 2-D float tensor as f32, converting only those rows."""
+        e = self.entries[name]
+        dt, shape = e["dtype"], tuple(e["shape"])
+        if dt not in FLOAT_SIZES or len(shape) != 2:
+            raise RefError(f"{self.path}: tensor {name}: expected a 2-D float tensor, got {dt} {list(shape)}")
+        code = {"BF16": "<u2", "F16": "<f2", "F32": "<f4"}[dt]
+        table = np.frombuffer(self._bytes(name), dtype=code).reshape(shape)
+        picked = table[np.asarray(rows, dtype=np.int64)]
+        if dt == "BF16":
+            return (picked.astype(np.uint32) << 16).view(np.float32)
+        return picked.astype(np.float32)
+
     def raw(self, name):
         """(dtype string, shape, uint8/int8 view of the bytes) of a U8/I8 tensor."""
         e = self.entries[name]
@@ -202,6 +215,10 @@ class Snapshot:
                                f" {list(shape)} ({int(np.prod(shape))} elements)")
             a = a.reshape(shape)
         return a
+
+    def f32_rows(self, name, rows):
+        f, full = self._locate(name)
+        return f.float32_rows(full, rows)
 
     def u8(self, name, nbytes):
         """Raw bytes of a U8 tensor; the byte count must be exactly `nbytes`."""

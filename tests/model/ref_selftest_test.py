@@ -354,6 +354,16 @@ class ReaderTests(unittest.TestCase):
         np.testing.assert_array_equal(s.f32("b"), f16.astype(F32))
         np.testing.assert_array_equal(s.f32("c"), f32)
 
+    def test_row_reads_match_whole_tensor(self):
+        rng = np.random.default_rng(4)
+        a = rng.standard_normal((5, 3)).astype(F32)
+        s = self._one_file([("bf", "BF16", [5, 3], to_bf16_bits(a).tobytes()),
+                            ("h", "F16", [5, 3], a.astype("<f2").tobytes()),
+                            ("f", "F32", [5, 3], a.astype("<f4").tobytes())])
+        for n in ("bf", "h", "f"):
+            np.testing.assert_array_equal(s.f32_rows(n, [4, 0, 4]), s.f32(n)[[4, 0, 4]])
+        np.testing.assert_array_equal(s.f32_rows("f", [2]), a[[2]])
+
     def test_rejects_bad_spans_and_dtypes(self):
         with self.assertRaises(RefError):
             self._one_file([("a", "BF16", [3], b"\0" * 4)])
