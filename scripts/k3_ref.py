@@ -8,8 +8,8 @@ computed straight from the SOURCE Hugging Face snapshot (spec sections 1-4, 6).
 --out writes little-endian float32 [positions x vocab], the layout of
 k3-run --logits-out. --hidden-out writes the peer trace layout (spec 6.10):
 for each position, for each layer, `hidden` (the AttnRes prefix after the
-layer), then one row holding the final normed mix (the head's input); i.e.
-float32 [positions x (layers+1) x hidden_size].
+layer), then (when the snapshot has a head) one row holding the final normed
+mix (the head's input); i.e. float32 [positions x (layers+1) x hidden_size].
 
 Written from the spec only (no C++ code, no peer code). Requires only Debian's
 /usr/bin/python3 and numpy. Modules: k3_ref_io (safetensors/config/index),

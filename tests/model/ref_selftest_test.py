@@ -394,6 +394,21 @@ class ReaderTests(unittest.TestCase):
         self.assertEqual(sorted(cfg.kda_layers), [0, 1, 2, 4])
         self.assertFalse(cfg.is_kda(3))
 
+    def test_layer_schedule_comes_from_kda_layers(self):
+        # Declare MLA layer 4 (1-based) as KDA: the reference must then look for
+        # KDA tensors there and name the missing one.
+        d = os.path.join(self.tmp, "snap")
+        write_micro_snapshot(d)
+        cfgp = os.path.join(d, "config.json")
+        with open(cfgp) as f:
+            cfg = json.load(f)
+        cfg["text_config"]["linear_attn_config"]["kda_layers"] = [1, 2, 3, 4, 5]
+        with open(cfgp, "w") as f:
+            json.dump(cfg, f)
+        with self.assertRaises(RefError) as cm:
+            k3_ref.K3Reference(d).forward([1, 2])
+        self.assertIn("model.layers.3.self_attn.q_proj.weight", str(cm.exception))
+
     def test_missing_tensor_is_named(self):
         d = os.path.join(self.tmp, "snap")
         write_micro_snapshot(d)
