@@ -1,0 +1,103 @@
+#include "k3/model/forward.h"
+
+#include <algorithm>
+
+#include "k3/io/error.h"
+#include "k3/model/linear.h"
+#include "k3/model/ops.h"
+
+namespace k3::model {
+
+ModelState::ModelState(const ModelConfig& c, size_t maxContext) {
+  kda.resize(static_cast<size_t>(c.numLayers));
+  mla.resize(static_cast<size_t>(c.numLayers));
+  for (int i = 0; i < c.numLayers; ++i) {
+    if (c.isKdaLayer(i))
+      kda[static_cast<size_t>(i)] = KdaState(c);
+    else
+      mla[static_cast<size_t>(i)] = MlaCache(c, maxContext);
+  }
+}
+
+void ModelState::reset() {
+  for (auto& k : kda) k.reset();
+  for (auto& m : mla) m.reset();
+  position = 0;
+}
+
+Forward::Forward(const ModelWeights& w, size_t maxChunk, size_t threads, size_t maxContext)
+    : w_(w), c_(w.config()), D_(c_.hiddenSize), maxChunk_(maxChunk),
+      kda_(c_, maxChunk, threads), mla_(c_, maxChunk, threads, maxContext), dense_(c_, maxChunk),
+      moe_(c_, maxChunk), prefix_(maxChunk * D_), mixed_(maxChunk * D_), delta_(maxChunk * D_) {
+  // Snapshots: one per started block, plus room for the head's mix.
+  const size_t blocks = static_cast<size_t>(c_.numAttnResBlocks()) + 1;
+  for (size_t t = 0; t < maxChunk; ++t) attnRes_.emplace_back(D_, blocks);
+}
+
+void Forward::run(ModelState& st, const int32_t* ids, size_t n, bool allPositions, float* logits,
+                  ThreadPool& pool, ExpertResidency* residency) {
+  if (n == 0 || n > maxChunk_) fail(ErrorKind::Internal, "Forward::run: chunk of ", n, " tokens");
+  const float eps = c_.rmsNormEps;
+  const size_t V = static_cast<size_t>(c_.vocabSize);
+
+  // Embedding: hidden⁰ = E[id]; no block snapshots yet.
+  for (size_t t = 0; t < n; ++t) {
+    if (ids[t] < 0 || static_cast<size_t>(ids[t]) >= V)
+      fail(ErrorKind::Usage, "token id ", ids[t], " is outside the vocabulary [0, ", V, ")");
+    quant::dequantizeRow(w_.embedding(), static_cast<size_t>(ids[t]), &prefix_[t * D_]);
+    attnRes_[t].clear();
+  }
+
+  for (int i = 0; i < c_.numLayers; ++i) {
+    const LayerWeights& L = w_.layer(i);
+    const bool startsBlock = i % c_.attnResBlockSize == 0;
+
+    // Attention input: the AttnRes mix of the snapshots and the prefix (layer 0
+    // has no snapshots and uses hidden as is); a new block snapshots the prefix.
+    for (size_t t = 0; t < n; ++t) {
+      float* prefix = &prefix_[t * D_];
+      float* x = &mixed_[t * D_];
+      if (attnRes_[t].count() > 0)
+        attnRes_[t].mix(prefix, L.attnResScorer.data(), eps, x);
+      else
+        std::copy_n(prefix, D_, x);
+      if (startsBlock) attnRes_[t].push(prefix);
+      rmsNorm(x, L.inputNorm.data(), D_, eps, x);
+    }
+    if (L.kda)
+      kda_.forward(L.kdaW, st.kda[static_cast<size_t>(i)], mixed_.data(), n, delta_.data(), pool);
+    else
+      mla_.forward(L.mlaW, st.mla[static_cast<size_t>(i)], mixed_.data(), n, delta_.data(), pool);
+
+    // A new block restarts the in-block sum; then the MLP input mix.
+    for (size_t t = 0; t < n; ++t) {
+      float* prefix = &prefix_[t * D_];
+      const float* a = &delta_[t * D_];
+      if (startsBlock)
+        std::copy_n(a, D_, prefix);
+      else
+        for (size_t d = 0; d < D_; ++d) prefix[d] += a[d];
+      float* x = &mixed_[t * D_];
+      attnRes_[t].mix(prefix, L.mlpResScorer.data(), eps, x);
+      rmsNorm(x, L.postAttnNorm.data(), D_, eps, x);
+    }
+    if (L.moe)
+      moe_.forward(L.moeW, i, mixed_.data(), n, delta_.data(), pool, residency);
+    else
+      dense_.forward(L.denseW, mixed_.data(), n, delta_.data(), pool);
+    for (size_t i2 = 0; i2 < n * D_; ++i2) prefix_[i2] += delta_[i2];
+  }
+  st.position += n;
+  if (!logits) return;
+
+  // Head: final AttnRes mix, RMSNorm, lm_head (only the last row unless asked).
+  const size_t first = allPositions ? 0 : n - 1;
+  for (size_t t = first; t < n; ++t) {
+    float* x = &mixed_[(t - first) * D_];
+    attnRes_[t].mix(&prefix_[t * D_], w_.outputResScorer().data(), eps, x);
+    rmsNorm(x, w_.finalNorm().data(), D_, eps, x);
+  }
+  linear(pool, w_.head(), mixed_.data(), n - first, logits);
+}
+
+}  // namespace k3::model

@@ -1,0 +1,43 @@
+// Kimi Delta Attention (spec §6.3): a gated delta-rule linear attention with a
+// causal depthwise short convolution in front of q/k/v. Its whole memory of
+// the past is a fixed-size state per layer (KdaState), so decode cost does not
+// grow with the context.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "k3/format/model_config.h"
+#include "k3/io/thread_pool.h"
+#include "k3/model/model_weights.h"
+
+namespace k3::model {
+
+struct KdaState {
+  std::vector<float> S;     // [Hk][d key][d value], zero at start
+  std::vector<float> conv;  // [3 streams q,k,v][P][K] pre-conv inputs, oldest first
+  KdaState() = default;
+  explicit KdaState(const ModelConfig& c);
+  void reset();
+};
+
+class KdaLayer {
+ public:
+  // Scratch for chunks of up to `maxChunk` tokens and `threads` pool threads.
+  KdaLayer(const ModelConfig& c, size_t maxChunk, size_t threads);
+
+  // x: [n × D] (already RMS-normed), out: [n × D]. Tokens are applied to the
+  // state in order; the projections are batched over the chunk.
+  void forward(const KdaWeights& w, KdaState& st, const float* x, size_t n, float* out, ThreadPool& pool);
+
+ private:
+  // Conv, decay, delta-rule update, norm and gate for heads [h0, h1), all tokens.
+  void heads(const KdaWeights& w, KdaState& st, size_t n, size_t h0, size_t h1, float* tmp);
+
+  size_t D_, P_, d_, H_, K_;
+  float eps_, gMin_;
+  std::vector<float> q_, k_, v_, g_, fa_, f_, b_, o_;  // chunk buffers
+  std::vector<float> tmp_;                             // per-thread [4·d]
+};
+
+}  // namespace k3::model

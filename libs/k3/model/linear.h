@@ -1,0 +1,22 @@
+// The one way the model multiplies by a weight: Y = X·Wᵀ for n activation rows,
+// with the output rows split over the pool. The kernels themselves live in
+// k3::quant; batched and single-vector calls give the same bits per vector, so
+// a chunk of n tokens computes exactly what n single-token calls compute.
+#pragma once
+
+#include <cstddef>
+
+#include "k3/io/thread_pool.h"
+#include "k3/quant/weight_view.h"
+
+namespace k3::model {
+
+using quant::WeightView;
+
+// X: [n × w.cols], Y: [n × w.rows] (row-major, contiguous).
+void linear(ThreadPool& pool, const WeightView& w, const float* X, size_t n, float* Y);
+
+// The same on one thread over output rows [r0, r1) (Y keeps full row stride).
+void linearRows(const WeightView& w, const float* X, size_t n, float* Y, size_t r0, size_t r1);
+
+}  // namespace k3::model

@@ -1,0 +1,84 @@
+#include "k3/model/mla_layer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "k3/io/error.h"
+#include "k3/model/linear.h"
+#include "k3/model/ops.h"
+
+namespace k3::model {
+
+MlaCache::MlaCache(const ModelConfig& c, size_t capacity)
+    : L(capacity * static_cast<size_t>(c.kvLoraRank)),
+      R(capacity * static_cast<size_t>(c.qkRopeHeadDim)),
+      cap(capacity) {}
+
+MlaLayer::MlaLayer(const ModelConfig& c, size_t maxChunk, size_t threads, size_t maxContext)
+    : D_(c.hiddenSize), H_(c.numAttentionHeads), qr_(c.qLoraRank), kvr_(c.kvLoraRank),
+      nope_(c.qkNopeHeadDim), rope_(c.qkRopeHeadDim), vd_(c.vHeadDim), maxContext_(maxContext),
+      eps_(c.rmsNormEps) {
+  qa_.resize(maxChunk * qr_);
+  Q_.resize(maxChunk * H_ * (nope_ + rope_));
+  ckv_.resize(maxChunk * (kvr_ + rope_));
+  gate_.resize(maxChunk * H_ * vd_);
+  ctx_.resize(maxChunk * H_ * vd_);
+  // kRows [nope × kvr], vRows [vd × kvr], qa [kvr], cl [kvr], scores [maxContext]
+  tmpPerThread_ = (nope_ + vd_ + 2) * kvr_ + maxContext;
+  tmp_.resize(threads * tmpPerThread_);
+}
+
+void MlaLayer::forward(const MlaWeights& w, MlaCache& cache, const float* x, size_t n, float* out,
+                       ThreadPool& pool) {
+  const size_t pos0 = cache.length;
+  if (pos0 + n > maxContext_ || pos0 + n > cache.cap)
+    fail(ErrorKind::Usage, "context limit reached: ", pos0 + n, " positions > --ctx ", maxContext_);
+  linear(pool, w.qa, x, n, qa_.data());
+  for (size_t t = 0; t < n; ++t) rmsNorm(&qa_[t * qr_], w.qaNorm.data(), qr_, eps_, &qa_[t * qr_]);
+  linear(pool, w.qb, qa_.data(), n, Q_.data());
+  linear(pool, w.kva, x, n, ckv_.data());
+  linear(pool, w.g, x, n, gate_.data());
+  // Append the whole chunk to the cache first; token t then sees 0..pos0+t.
+  for (size_t t = 0; t < n; ++t) {
+    const float* c = &ckv_[t * (kvr_ + rope_)];
+    rmsNorm(c, w.kvaNorm.data(), kvr_, eps_, &cache.L[(pos0 + t) * kvr_]);
+    std::copy_n(c + kvr_, rope_, &cache.R[(pos0 + t) * rope_]);
+  }
+  cache.length = pos0 + n;
+  pool.run([&](size_t tid, size_t nt) {
+    heads(w, cache, pos0, n, H_ * tid / nt, H_ * (tid + 1) / nt, tmp_.data() + tid * tmpPerThread_);
+  });
+  linear(pool, w.o, ctx_.data(), n, out);
+}
+
+void MlaLayer::heads(const MlaWeights& w, const MlaCache& cache, size_t pos0, size_t n, size_t h0,
+                     size_t h1, float* tmp) {
+  float* kRows = tmp;                    // kv_b key rows of head h, dequantized
+  float* vRows = kRows + nope_ * kvr_;   // kv_b value rows of head h
+  float* qa = vRows + vd_ * kvr_;        // query absorbed into the latent space
+  float* cl = qa + kvr_;                 // probability-weighted latent
+  float* scores = cl + kvr_;
+  const size_t qk = nope_ + rope_;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(qk));
+  for (size_t h = h0; h < h1; ++h) {
+    const size_t base = h * (nope_ + vd_);
+    for (size_t r = 0; r < nope_; ++r) quant::dequantizeRow(w.kvb, base + r, kRows + r * kvr_);
+    for (size_t r = 0; r < vd_; ++r) quant::dequantizeRow(w.kvb, base + nope_ + r, vRows + r * kvr_);
+    for (size_t t = 0; t < n; ++t) {
+      const float* q = &Q_[(t * H_ + h) * qk];
+      std::fill(qa, qa + kvr_, 0.0f);
+      for (size_t dd = 0; dd < nope_; ++dd) axpy(q[dd], kRows + dd * kvr_, qa, kvr_);
+      const size_t len = pos0 + t + 1;
+      for (size_t s = 0; s < len; ++s)
+        scores[s] = (dot(qa, &cache.L[s * kvr_], kvr_) + dot(q + nope_, &cache.R[s * rope_], rope_)) * scale;
+      softmax(scores, len);
+      std::fill(cl, cl + kvr_, 0.0f);
+      for (size_t s = 0; s < len; ++s) axpy(scores[s], &cache.L[s * kvr_], cl, kvr_);
+      float* ctx = &ctx_[(t * H_ + h) * vd_];
+      const float* g = &gate_[(t * H_ + h) * vd_];
+      for (size_t dd = 0; dd < vd_; ++dd) ctx[dd] = dot(vRows + dd * kvr_, cl, kvr_) * sigmoid(g[dd]);
+    }
+  }
+}
+
+}  // namespace k3::model

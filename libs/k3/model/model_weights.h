@@ -1,0 +1,106 @@
+// ModelWeights: a read-only view of a k3 container (spec §5.5–5.9). Every
+// shard is memory-mapped; every tensor the config implies is resolved once at
+// start into a WeightView over the mapping (no copy of any matrix), and every
+// shape, dtype and byte count is checked there, so a corrupt or incomplete
+// container fails before the first token with one line naming file and tensor.
+// Small vectors (norms, biases, conv taps) are converted to f32 copies.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "k3/format/model_config.h"
+#include "k3/format/safetensors_file.h"
+#include "k3/quant/weight_view.h"
+
+namespace k3::model {
+
+using quant::WeightView;
+
+struct KdaWeights {
+  WeightView q, k, v, g, o;      // q/k/v/g: [P, D]; o: [D, P]
+  WeightView fa, fb, b;          // decay low rank [d, D], [P, d]; beta [Hk, D]
+  std::vector<float> qConv, kConv, vConv;  // [P × K], tap 0 = oldest input
+  std::vector<float> dtBias;     // [P]
+  std::vector<float> aLog;       // [Hk] (padding beyond Hk dropped)
+  std::vector<float> oNorm;      // [d], shared by all heads
+};
+
+struct MlaWeights {
+  WeightView qa, qb, kva, kvb, o, g;
+  std::vector<float> qaNorm, kvaNorm;
+};
+
+struct DenseMlpWeights {
+  WeightView gate, up, down;
+};
+
+// One routed expert: three MXFP4 matrices, contiguous in one shard.
+struct ExpertWeights {
+  WeightView w1, w2, w3;  // w1/w3: [inter, latent]; w2: [latent, inter]
+  uint32_t shard = 0;     // index into ModelWeights::shards()
+  uint64_t offset = 0;    // byte range of all six parts inside the shard file
+  uint64_t bytes = 0;
+};
+
+struct MoeWeights {
+  WeightView router;               // [E, D]
+  std::vector<float> scoreBias;    // [E], selection only
+  WeightView downLatent, upLatent; // [latent, D], [D, latent]
+  std::vector<float> expertNorm;   // [latent]
+  WeightView sharedGate, sharedUp, sharedDown;
+  std::vector<ExpertWeights> experts;  // by id
+};
+
+struct LayerWeights {
+  bool kda = false;
+  bool moe = false;
+  std::vector<float> inputNorm, postAttnNorm;
+  std::vector<float> attnResScorer, mlpResScorer;  // res_norm ⊙ res_proj (spec §2.3)
+  KdaWeights kdaW;
+  MlaWeights mlaW;
+  DenseMlpWeights denseW;
+  MoeWeights moeW;
+};
+
+class ModelWeights {
+ public:
+  // Opens the container in `dir`. Throws k3::Error (Missing, Format, Config,
+  // Unsupported) with one line naming the file and tensor. A Hugging Face
+  // snapshot is refused with a message naming the k3-repack command.
+  static std::unique_ptr<ModelWeights> open(const std::string& dir);
+
+  ModelWeights(const ModelWeights&) = delete;
+  ModelWeights& operator=(const ModelWeights&) = delete;
+
+  const ModelConfig& config() const { return cfg_; }
+  const std::string& dir() const { return dir_; }
+  const std::vector<SafetensorsFile>& shards() const { return shards_; }
+
+  const WeightView& embedding() const { return embed_; }  // [V, D]
+  const WeightView& head() const { return head_; }        // [V, D]
+  const std::vector<float>& finalNorm() const { return finalNorm_; }
+  const std::vector<float>& outputResScorer() const { return outResScorer_; }
+  const LayerWeights& layer(int i) const { return layers_[static_cast<size_t>(i)]; }
+
+  uint64_t expertBytesTotal() const { return expertBytesTotal_; }
+  uint64_t bytesPerExpert() const { return bytesPerExpert_; }
+  uint64_t mappedBytesTotal() const;  // all shard files
+
+ private:
+  ModelWeights() = default;
+  friend class WeightResolver;
+
+  ModelConfig cfg_;
+  std::string dir_;
+  std::vector<SafetensorsFile> shards_;
+  WeightView embed_, head_;
+  std::vector<float> finalNorm_, outResScorer_;
+  std::vector<LayerWeights> layers_;
+  uint64_t expertBytesTotal_ = 0;
+  uint64_t bytesPerExpert_ = 0;
+};
+
+}  // namespace k3::model

@@ -1,0 +1,103 @@
+#include "k3/model/moe_layer.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "k3/model/linear.h"
+#include "k3/model/ops.h"
+
+namespace k3::model {
+
+void routeToken(const float* routerLogits, const float* scoreBias, int numExperts, int topK, int* ids,
+                float* weights, float* sel) {
+  for (int e = 0; e < numExperts; ++e) sel[e] = sigmoid(routerLogits[e]) + scoreBias[e];
+  // Greedy top-k with strict '>' so ties go to the lower id.
+  float sum = 0.0f;
+  for (int k = 0; k < topK; ++k) {
+    int best = -1;
+    for (int e = 0; e < numExperts; ++e)
+      if (best < 0 || sel[e] > sel[best]) best = e;
+    ids[k] = best;
+    weights[k] = sigmoid(routerLogits[best]);
+    sum += weights[k];
+    sel[best] = -std::numeric_limits<float>::infinity();
+  }
+  for (int k = 0; k < topK; ++k) weights[k] /= (sum + 1e-20f);
+}
+
+MoeLayer::MoeLayer(const ModelConfig& c, size_t maxChunk)
+    : D_(c.hiddenSize), E_(c.numExperts), k_(c.numExpertsPerToken), lat_(c.latentSize),
+      inter_(c.moeIntermediateSize), ish_(c.sharedIntermediate()), b1_(c.situBeta),
+      b2_(c.situLinearBeta), eps_(c.rmsNormEps) {
+  router_.resize(maxChunk * E_);
+  scores_.resize(E_);
+  topW_.resize(maxChunk * k_);
+  topIds_.resize(maxChunk * k_);
+  z_.resize(maxChunk * lat_);
+  u_.resize(maxChunk * lat_);
+  unique_.reserve(E_);
+  isUsed_.resize(E_);
+  rowsToken_.resize(maxChunk);
+  rowsWeight_.resize(maxChunk);
+  zg_.resize(maxChunk * lat_);
+  h1_.resize(maxChunk * inter_);
+  h3_.resize(maxChunk * inter_);
+  y2_.resize(maxChunk * lat_);
+  sg_.resize(maxChunk * ish_);
+  su_.resize(maxChunk * ish_);
+  sy_.resize(maxChunk * D_);
+}
+
+void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n, float* out,
+                       ThreadPool& pool, ExpertResidency* residency) {
+  // 1–3. Route every token of the chunk.
+  linear(pool, w.router, x, n, router_.data());
+  std::fill(isUsed_.begin(), isUsed_.end(), 0);
+  for (size_t t = 0; t < n; ++t) {
+    routeToken(&router_[t * E_], w.scoreBias.data(), static_cast<int>(E_), static_cast<int>(k_),
+               &topIds_[t * k_], &topW_[t * k_], scores_.data());
+    for (size_t j = 0; j < k_; ++j) isUsed_[static_cast<size_t>(topIds_[t * k_ + j])] = 1;
+  }
+  unique_.clear();
+  for (size_t e = 0; e < E_; ++e)
+    if (isUsed_[e]) unique_.push_back(static_cast<int>(e));
+  if (residency) residency->willUse(layer, unique_.data(), unique_.size());
+
+  // 4–5. Latent down-projection, then each unique expert once over its tokens.
+  linear(pool, w.downLatent, x, n, z_.data());
+  std::fill(u_.begin(), u_.begin() + static_cast<std::ptrdiff_t>(n * lat_), 0.0f);
+  for (int id : unique_) runExpert(w.experts[static_cast<size_t>(id)], id, n, pool);
+  if (residency) residency->used(layer, unique_.data(), unique_.size());
+
+  // 6. Normalise the aggregate and project back up.
+  for (size_t t = 0; t < n; ++t) rmsNorm(&u_[t * lat_], w.expertNorm.data(), lat_, eps_, &u_[t * lat_]);
+  linear(pool, w.upLatent, u_.data(), n, out);
+
+  // 7. Shared experts at full width.
+  linear(pool, w.sharedGate, x, n, sg_.data());
+  linear(pool, w.sharedUp, x, n, su_.data());
+  situGlu(sg_.data(), su_.data(), n * ish_, b1_, b2_, sg_.data());
+  linear(pool, w.sharedDown, sg_.data(), n, sy_.data());
+  for (size_t i = 0; i < n * D_; ++i) out[i] += sy_[i];
+}
+
+void MoeLayer::runExpert(const ExpertWeights& e, int id, size_t n, ThreadPool& pool) {
+  // Gather the tokens routed to this expert (and their weights).
+  size_t m = 0;
+  for (size_t t = 0; t < n; ++t)
+    for (size_t j = 0; j < k_; ++j)
+      if (topIds_[t * k_ + j] == id) {
+        rowsToken_[m] = static_cast<int>(t);
+        rowsWeight_[m] = topW_[t * k_ + j];
+        std::copy_n(&z_[t * lat_], lat_, &zg_[m * lat_]);
+        ++m;
+      }
+  linear(pool, e.w1, zg_.data(), m, h1_.data());
+  linear(pool, e.w3, zg_.data(), m, h3_.data());
+  situGlu(h1_.data(), h3_.data(), m * inter_, b1_, b2_, h1_.data());
+  linear(pool, e.w2, h1_.data(), m, y2_.data());
+  for (size_t r = 0; r < m; ++r)
+    axpy(rowsWeight_[r], &y2_[r * lat_], &u_[static_cast<size_t>(rowsToken_[r]) * lat_], lat_);
+}
+
+}  // namespace k3::model

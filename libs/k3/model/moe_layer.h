@@ -1,0 +1,50 @@
+// Stable LatentMoE (spec §6.6): a sigmoid router with a selection-only
+// correction bias picks top-k experts per token; the experts run in a smaller
+// latent space (down-projected input, RMS-normed aggregate, up-projection),
+// plus fused shared experts at full width. All MLPs are SiTU-GLU.
+//
+// A chunk runs each unique expert once over all the tokens routed to it, so
+// every expert's weights are streamed once per chunk. Each token adds its
+// expert outputs in ascending expert id, whatever the chunk size, which keeps
+// chunked prefill bit-identical to token-at-a-time.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "k3/format/model_config.h"
+#include "k3/io/thread_pool.h"
+#include "k3/model/expert_residency.h"
+#include "k3/model/model_weights.h"
+
+namespace k3::model {
+
+// Top-k selection of one token (spec §6.6 steps 1–3): ids in selection order,
+// weights = raw sigmoid scores renormalised over the chosen ones.
+void routeToken(const float* routerLogits, const float* scoreBias, int numExperts, int topK, int* ids,
+                float* weights, float* scratchScores);
+
+class MoeLayer {
+ public:
+  MoeLayer(const ModelConfig& c, size_t maxChunk);
+
+  // x: [n × D] normed inputs, out: [n × D]. `residency` may be null.
+  void forward(const MoeWeights& w, int layer, const float* x, size_t n, float* out, ThreadPool& pool,
+               ExpertResidency* residency);
+
+ private:
+  void runExpert(const ExpertWeights& e, int id, size_t n, ThreadPool& pool);
+
+  size_t D_, E_, k_, lat_, inter_, ish_;
+  float b1_, b2_, eps_;
+  std::vector<float> router_, scores_, topW_, z_, u_;
+  std::vector<int> topIds_;
+  std::vector<int> unique_;                  // experts used by the chunk, ascending
+  std::vector<uint8_t> isUsed_;              // [E]
+  std::vector<int> rowsToken_;               // tokens routed to the expert being run
+  std::vector<float> rowsWeight_;
+  std::vector<float> zg_, h1_, h3_, y2_;     // per-expert batches
+  std::vector<float> sg_, su_, sy_;          // shared experts
+};
+
+}  // namespace k3::model

@@ -1,0 +1,28 @@
+#include "k3/model/run_stats.h"
+
+#include <cstdio>
+#include <cstring>
+
+namespace k3::model {
+
+namespace {
+uint64_t statusKb(const char* key) {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[256];
+  uint64_t kb = 0;
+  const size_t n = std::strlen(key);
+  while (std::fgets(line, sizeof line, f))
+    if (std::strncmp(line, key, n) == 0) {
+      std::sscanf(line + n, " %lu", &kb);
+      break;
+    }
+  std::fclose(f);
+  return kb;
+}
+}  // namespace
+
+uint64_t peakRssBytes() { return statusKb("VmHWM:") * 1024; }
+uint64_t currentRssBytes() { return statusKb("VmRSS:") * 1024; }
+
+}  // namespace k3::model

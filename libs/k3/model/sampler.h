@@ -1,0 +1,44 @@
+// Sampler: picks the next token from logits (spec §6.8 plus top-k).
+//   temperature ≤ 0 → greedy argmax (first index of the max);
+//   otherwise keep the top-k logits (k = 0: all), p ∝ exp((l − max)/T) sorted
+//   descending, keep the shortest prefix holding ≥ top_p of the mass, and draw
+//   with the sampler's own RNG (xoshiro256**, seeded by splitmix64), so a seed
+//   gives the same tokens on every run and machine.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace k3::model {
+
+struct SamplerOptions {
+  float temperature = 0.0f;
+  int topK = 0;
+  float topP = 1.0f;
+  uint64_t seed = 0;
+};
+
+class Rng {
+ public:
+  explicit Rng(uint64_t seed);
+  uint64_t next();
+  double uniform();  // [0, 1), 53 random bits
+ private:
+  uint64_t s_[4];
+};
+
+class Sampler {
+ public:
+  Sampler(const SamplerOptions& opts, size_t vocabSize);
+  int32_t sample(const float* logits);
+  static int32_t argmax(const float* logits, size_t n);
+
+ private:
+  SamplerOptions opts_;
+  Rng rng_;
+  std::vector<uint32_t> order_;  // candidate ids, allocated once
+  std::vector<float> prob_;
+};
+
+}  // namespace k3::model

@@ -1,0 +1,66 @@
+// Session: one conversation's worth of model state plus the machinery to feed
+// it — the Forward engine, the thread pool, expert residency and counters.
+// feed() splits long inputs into chunks (chunked prefill); a chunk of one
+// token is a decode step. No allocation happens per token.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "k3/io/thread_pool.h"
+#include "k3/model/expert_residency.h"
+#include "k3/model/forward.h"
+#include "k3/model/model_weights.h"
+
+namespace k3::model {
+
+struct SessionOptions {
+  size_t threads = 0;          // 0: all cores
+  size_t chunk = 32;           // prefill chunk (tokens per layer-major pass)
+  size_t maxContext = 4096;    // MLA cache capacity (positions)
+  uint64_t expertBudget = 0;   // bytes of routed experts kept resident; 0 = no bound
+};
+
+struct SessionStats {
+  uint64_t prefillTokens = 0, decodeTokens = 0;
+  double prefillSeconds = 0, decodeSeconds = 0;
+};
+
+class Session {
+ public:
+  Session(const ModelWeights& w, const SessionOptions& opts);
+
+  const ModelWeights& weights() const { return w_; }
+  const ModelConfig& config() const { return w_.config(); }
+  size_t vocabSize() const { return static_cast<size_t>(w_.config().vocabSize); }
+
+  // Forgets everything: KDA state, conv windows, MLA cache, token history.
+  void reset();
+  // Tokens consumed so far (what the state holds).
+  const std::vector<int32_t>& history() const { return history_; }
+  size_t position() const { return state_.position; }
+
+  // Feeds tokens. Afterwards lastLogits() holds the logits of the last one.
+  // With `allLogits` (size n × V) every position's logits are written too.
+  void feed(std::span<const int32_t> ids, float* allLogits = nullptr);
+  const float* lastLogits() const { return last_.data(); }
+
+  const SessionStats& stats() const { return stats_; }
+  const ExpertResidency& residency() const { return *residency_; }
+
+ private:
+  const ModelWeights& w_;
+  SessionOptions opts_;
+  ThreadPool pool_;
+  Forward forward_;
+  ModelState state_;
+  std::unique_ptr<ExpertResidency> residency_;
+  std::vector<int32_t> history_;
+  std::vector<float> last_;
+  SessionStats stats_;
+};
+
+}  // namespace k3::model
