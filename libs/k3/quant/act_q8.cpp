@@ -1,0 +1,110 @@
+// Scalar IDOT reference (MXFP4 x int8 activations) and its dispatch.
+#include "k3/quant/act_q8.h"
+
+#include <cmath>
+
+#include "k3/io/error.h"
+#include "k3/quant/isa_kernels.h"
+#include "k3/quant/mxfp4.h"
+#include "k3/quant/quantize.h"
+
+namespace k3::quant {
+
+namespace {
+float dotRowQ8Scalar(const WeightView& w, size_t r, const int8_t* xq, const float* xs) {
+  const size_t cols = w.cols, groups = cols / kMxfp4Group;
+  const uint8_t* p = static_cast<const uint8_t*>(w.data) + r * cols / 2;
+  const uint8_t* s = static_cast<const uint8_t*>(w.scales) + r * groups;
+  float acc = 0.0f;
+  for (size_t g = 0; g < groups; ++g) {
+    int32_t dot = 0;
+    for (size_t k = 0; k < kMxfp4Group / 2; ++k) {
+      uint8_t b = p[g * kMxfp4Group / 2 + k];
+      dot += int32_t(kE2M1x2[b & 0xf]) * xq[g * kMxfp4Group + 2 * k];
+      dot += int32_t(kE2M1x2[b >> 4]) * xq[g * kMxfp4Group + 2 * k + 1];
+    }
+    acc += float(dot) * (ue8m0ToF32(s[g]) * 0.5f * xs[g]);
+  }
+  return acc;
+}
+
+void checkQ8(const WeightView& w, size_t r0, size_t r1, const char* what) {
+  checkWeightView(w, r0, r1, what);
+  if (w.format != WeightFormat::MXFP4)
+    fail(ErrorKind::Usage, what, ": needs an MXFP4 weight, got ", weightFormatName(w.format));
+}
+}  // namespace
+
+namespace scalar {
+void quantizeActivationsQ8_32(const float* x, size_t n, int8_t* xq, float* xs) {
+  for (size_t g = 0; g < n / kQ8Group; ++g) {
+    const float* src = x + g * kQ8Group;
+    float am = 0.0f;
+    for (int i = 0; i < kQ8Group; ++i) {
+      float a = std::fabs(src[i]);
+      am = a > am ? a : am;
+    }
+    float s = am / 127.0f;
+    if (s < kScaleFloor) s = kScaleFloor;
+    float inv = 1.0f / s;
+    for (int i = 0; i < kQ8Group; ++i) {
+      float v = std::fmax(-127.0f, std::fmin(127.0f, std::rint(src[i] * inv)));
+      xq[g * kQ8Group + i] = int8_t(v);
+    }
+    xs[g] = s;
+  }
+}
+
+void matmulMxfp4Q8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
+                   size_t r0, size_t r1) {
+  const size_t groups = w.cols / kMxfp4Group;
+  for (size_t rb = r0; rb < r1; rb += kRowBlock) {
+    size_t re = rb + kRowBlock < r1 ? rb + kRowBlock : r1;
+    for (size_t v = 0; v < n; ++v)
+      for (size_t r = rb; r < re; ++r)
+        Y[v * w.rows + r] = dotRowQ8Scalar(w, r, Xq + v * w.cols, Xs + v * groups);
+  }
+}
+}  // namespace scalar
+
+void quantizeActivationsQ8_32(Isa isa, const float* x, size_t n, int8_t* xq, float* xs) {
+  if (n % kQ8Group)
+    fail(ErrorKind::Usage, "quantizeActivationsQ8_32: length ", n, " is not a multiple of 32");
+  if (requireIsa(isa, "quantizeActivationsQ8_32") == Isa::Scalar)
+    return scalar::quantizeActivationsQ8_32(x, n, xq, xs);
+  avx2::quantizeActivationsQ8_32(x, n, xq, xs);
+}
+
+void matmulMxfp4Q8(Isa isa, const WeightView& w, const int8_t* Xq, const float* Xs, size_t n,
+                   float* Y, size_t r0, size_t r1) {
+  checkQ8(w, r0, r1, "matmulMxfp4Q8");
+  switch (requireIsa(isa, "matmulMxfp4Q8")) {
+    case Isa::Scalar: return scalar::matmulMxfp4Q8(w, Xq, Xs, n, Y, r0, r1);
+    case Isa::Avx2: return avx2::matmulMxfp4Q8(w, Xq, Xs, n, Y, r0, r1);
+    case Isa::Avx512: return avx512::matmulMxfp4Q8(w, Xq, Xs, n, Y, r0, r1);
+  }
+}
+
+void matvecMxfp4Q8(Isa isa, const WeightView& w, const int8_t* xq, const float* xs, float* y,
+                   size_t r0, size_t r1) {
+  checkQ8(w, r0, r1, "matvecMxfp4Q8");
+  switch (requireIsa(isa, "matvecMxfp4Q8")) {
+    case Isa::Scalar: return scalar::matmulMxfp4Q8(w, xq, xs, 1, y, r0, r1);
+    case Isa::Avx2: return avx2::matmulMxfp4Q8(w, xq, xs, 1, y, r0, r1);
+    case Isa::Avx512: return avx512::matmulMxfp4Q8(w, xq, xs, 1, y, r0, r1);
+  }
+}
+
+void quantizeActivationsQ8_32(const float* x, size_t n, int8_t* xq, float* xs) {
+  quantizeActivationsQ8_32(bestIsa(), x, n, xq, xs);
+}
+void matvecMxfp4Q8(const WeightView& w, const int8_t* xq, const float* xs, float* y, size_t r0,
+                   size_t r1) {
+  matvecMxfp4Q8(bestIsa(), w, xq, xs, y, r0, r1);
+}
+void matmulMxfp4Q8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
+                   size_t r0, size_t r1) {
+  matmulMxfp4Q8(bestIsa(), w, Xq, Xs, n, Y, r0, r1);
+}
+
+}  // namespace k3::quant

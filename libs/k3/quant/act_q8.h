@@ -1,0 +1,37 @@
+// Integer-dot ("IDOT", spec 4) kernels: MXFP4 weights x activations quantised
+// to int8 per 32-element group. Doubled e2m1 values are exact int8
+// {0,1,2,3,4,6,8,12} (and negatives), so each 32-group dot is an exact integer:
+//   y[r] = sum_g (float)(sum_{i in g} E2M1x2[code]*xq[i]) * (2^(s_g-127)*0.5*xs_g)
+// (the float factor computed in that order). Approximate w.r.t. the f32 path
+// (activation rounding), an option whose quality the runtime measures.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "k3/quant/cpu_features.h"
+#include "k3/quant/weight_view.h"
+
+namespace k3::quant {
+
+inline constexpr int kQ8Group = 32;
+
+// n % 32 == 0. Per group g: xs[g] = max(max|x| / 127.0f, 1e-20f), inv = 1.0f/xs,
+// xq = clamp(rint(x * inv), -127, 127). Every ISA gives the same bytes.
+void quantizeActivationsQ8_32(const float* x, size_t n, int8_t* xq, float* xs);
+
+// w.format must be MXFP4. xq: int8[cols], xs: float[cols/32]. Same row/vector
+// conventions (and matvec == matmul bit-exactness per ISA) as matvec.h.
+void matvecMxfp4Q8(const WeightView& w, const int8_t* xq, const float* xs, float* y, size_t r0,
+                   size_t r1);
+// Xq: int8[n, cols], Xs: float[n, cols/32], Y: float[n, rows].
+void matmulMxfp4Q8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
+                   size_t r0, size_t r1);
+
+void quantizeActivationsQ8_32(Isa isa, const float* x, size_t n, int8_t* xq, float* xs);
+void matvecMxfp4Q8(Isa isa, const WeightView& w, const int8_t* xq, const float* xs, float* y,
+                   size_t r0, size_t r1);
+void matmulMxfp4Q8(Isa isa, const WeightView& w, const int8_t* Xq, const float* Xs, size_t n,
+                   float* Y, size_t r0, size_t r1);
+
+}  // namespace k3::quant

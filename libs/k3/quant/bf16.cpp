@@ -1,0 +1,39 @@
+// Array conversions: scalar loops here, AVX2/F16C loops in bf16_avx2.cpp.
+#include "k3/quant/bf16.h"
+
+#include "k3/io/error.h"
+#include "k3/quant/isa_kernels.h"
+
+namespace k3::quant {
+
+namespace scalar {
+void bf16ToF32(const uint16_t* in, float* out, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = k3::quant::bf16ToF32(in[i]);
+}
+void f16ToF32(const uint16_t* in, float* out, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = k3::quant::f16ToF32(in[i]);
+}
+void f32ToBf16(const float* in, uint16_t* out, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = k3::quant::f32ToBf16(in[i]);
+}
+}  // namespace scalar
+
+// AVX-512 adds nothing for these memory-bound loops: the AVX2 code serves both.
+void bf16ToF32(Isa isa, const uint16_t* in, float* out, size_t n) {
+  if (requireIsa(isa, "bf16ToF32") == Isa::Scalar) return scalar::bf16ToF32(in, out, n);
+  avx2::bf16ToF32(in, out, n);
+}
+void f16ToF32(Isa isa, const uint16_t* in, float* out, size_t n) {
+  if (requireIsa(isa, "f16ToF32") == Isa::Scalar) return scalar::f16ToF32(in, out, n);
+  avx2::f16ToF32(in, out, n);
+}
+void f32ToBf16(Isa isa, const float* in, uint16_t* out, size_t n) {
+  if (requireIsa(isa, "f32ToBf16") == Isa::Scalar) return scalar::f32ToBf16(in, out, n);
+  avx2::f32ToBf16(in, out, n);
+}
+
+void bf16ToF32(const uint16_t* in, float* out, size_t n) { bf16ToF32(bestIsa(), in, out, n); }
+void f16ToF32(const uint16_t* in, float* out, size_t n) { f16ToF32(bestIsa(), in, out, n); }
+void f32ToBf16(const float* in, uint16_t* out, size_t n) { f32ToBf16(bestIsa(), in, out, n); }
+
+}  // namespace k3::quant

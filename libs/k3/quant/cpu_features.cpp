@@ -1,0 +1,53 @@
+// CPUID checks via GCC's __builtin_cpu_supports (which also checks that the OS
+// saves the wide registers).
+#include "k3/quant/cpu_features.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace k3::quant {
+
+const char* isaName(Isa isa) {
+  switch (isa) {
+    case Isa::Scalar: return "scalar";
+    case Isa::Avx2: return "avx2";
+    case Isa::Avx512: return "avx512";
+  }
+  return "?";
+}
+
+bool isaSupported(Isa isa) {
+  switch (isa) {
+    case Isa::Scalar:
+      return true;
+    case Isa::Avx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+             __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi2");
+    case Isa::Avx512:
+      return isaSupported(Isa::Avx2) && __builtin_cpu_supports("avx512f") &&
+             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni") &&
+             __builtin_cpu_supports("avx512bf16");
+  }
+  return false;
+}
+
+static Isa detectBestIsa() {
+  Isa best = isaSupported(Isa::Avx512) ? Isa::Avx512
+             : isaSupported(Isa::Avx2) ? Isa::Avx2
+                                       : Isa::Scalar;
+  const char* want = std::getenv("K3_ISA");
+  if (!want || !*want) return best;
+  Isa asked = best;
+  if (std::strcmp(want, "scalar") == 0) asked = Isa::Scalar;
+  if (std::strcmp(want, "avx2") == 0) asked = Isa::Avx2;
+  if (std::strcmp(want, "avx512") == 0) asked = Isa::Avx512;
+  return isaSupported(asked) ? asked : best;
+}
+
+Isa bestIsa() {
+  static const Isa isa = detectBestIsa();
+  return isa;
+}
+
+}  // namespace k3::quant

@@ -1,0 +1,47 @@
+// Internal: the loop nest every SIMD matmul shares. Rows outer in blocks of
+// kRowBlock, vectors in groups of NV that share one decode of a weight row.
+// A row kernel computes each vector's result with its own accumulators in an
+// order that does not depend on NV, so matmul == per-vector matvec bit for bit.
+//
+// Everything here has internal linkage: this header is included by TUs built
+// with different ISA flags, and shared inline symbols could let the linker pick
+// an AVX-512 copy for a baseline caller.
+#pragma once
+
+#include <cstddef>
+
+#include "k3/quant/isa_kernels.h"
+
+namespace k3::quant {
+namespace {
+
+// Kernel must provide: template <int NV> void row(size_t r, size_t v0, float* out) const;
+// computing out[j] = result of row r for vector v0 + j, j < NV.
+template <int NV, class Kernel>
+inline void runVectorGroup(const Kernel& k, size_t v0, size_t rb, size_t re, size_t rows,
+                           float* Y) {
+  float out[NV];
+  for (size_t r = rb; r < re; ++r) {
+    k.template row<NV>(r, v0, out);
+    for (int j = 0; j < NV; ++j) Y[(v0 + j) * rows + r] = out[j];
+  }
+}
+
+template <int NVMAX, class Kernel>
+inline void runBlocked(const Kernel& k, size_t n, size_t r0, size_t r1, size_t rows, float* Y) {
+  static_assert(NVMAX >= 1 && NVMAX <= 4);
+  for (size_t rb = r0; rb < r1; rb += kRowBlock) {
+    size_t re = rb + kRowBlock < r1 ? rb + kRowBlock : r1;
+    size_t v = 0;
+    for (; v + NVMAX <= n; v += NVMAX) runVectorGroup<NVMAX>(k, v, rb, re, rows, Y);
+    switch (n - v) {
+      case 3: if constexpr (NVMAX > 3) runVectorGroup<3>(k, v, rb, re, rows, Y); break;
+      case 2: if constexpr (NVMAX > 2) runVectorGroup<2>(k, v, rb, re, rows, Y); break;
+      case 1: if constexpr (NVMAX > 1) runVectorGroup<1>(k, v, rb, re, rows, Y); break;
+      default: break;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace k3::quant

@@ -1,0 +1,109 @@
+// Scalar matvec/matmul reference kernels and the run-time ISA dispatch.
+#include "k3/quant/matvec.h"
+
+#include "k3/quant/bf16.h"
+#include "k3/quant/isa_kernels.h"
+#include "k3/quant/mxfp4.h"
+#include "k3/quant/quantize.h"
+
+namespace k3::quant {
+
+namespace {
+
+// One output element, in the accumulation order documented in matvec.h.
+float dotRowScalar(const WeightView& w, size_t r, const float* x) {
+  const size_t cols = w.cols;
+  switch (w.format) {
+    case WeightFormat::F32: {
+      const float* p = static_cast<const float*>(w.data) + r * cols;
+      float acc = 0.0f;
+      for (size_t i = 0; i < cols; ++i) acc += x[i] * p[i];
+      return acc;
+    }
+    case WeightFormat::BF16: {
+      const uint16_t* p = static_cast<const uint16_t*>(w.data) + r * cols;
+      float acc = 0.0f;
+      for (size_t i = 0; i < cols; ++i) acc += x[i] * bf16ToF32(p[i]);
+      return acc;
+    }
+    case WeightFormat::I8Row: {
+      const int8_t* p = static_cast<const int8_t*>(w.data) + r * cols;
+      float acc = 0.0f;
+      for (size_t i = 0; i < cols; ++i) acc += x[i] * float(p[i]);
+      return static_cast<const float*>(w.scales)[r] * acc;
+    }
+    case WeightFormat::I4G64: {
+      const uint8_t* p = static_cast<const uint8_t*>(w.data) + r * cols / 2;
+      const float* s = static_cast<const float*>(w.scales) + r * (cols / kInt4Group);
+      float acc = 0.0f;
+      for (size_t g = 0; g < cols / kInt4Group; ++g) {
+        float part = 0.0f;
+        for (size_t k = 0; k < kInt4Group / 2; ++k) {
+          uint8_t b = p[g * kInt4Group / 2 + k];
+          const float* xg = x + g * kInt4Group + 2 * k;
+          part += xg[0] * float(int(b & 0xf) - 8);
+          part += xg[1] * float(int(b >> 4) - 8);
+        }
+        acc += s[g] * part;
+      }
+      return acc;
+    }
+    case WeightFormat::MXFP4: {
+      const uint8_t* p = static_cast<const uint8_t*>(w.data) + r * cols / 2;
+      const uint8_t* s = static_cast<const uint8_t*>(w.scales) + r * (cols / kMxfp4Group);
+      float acc = 0.0f;
+      for (size_t g = 0; g < cols / kMxfp4Group; ++g) {
+        float part = 0.0f;
+        for (size_t k = 0; k < kMxfp4Group / 2; ++k) {
+          uint8_t b = p[g * kMxfp4Group / 2 + k];
+          const float* xg = x + g * kMxfp4Group + 2 * k;
+          part += xg[0] * kE2M1[b & 0xf];
+          part += xg[1] * kE2M1[b >> 4];
+        }
+        acc += ue8m0ToF32(s[g]) * part;
+      }
+      return acc;
+    }
+  }
+  return 0.0f;
+}
+
+}  // namespace
+
+namespace scalar {
+void matmul(const WeightView& w, const float* X, size_t n, float* Y, size_t r0, size_t r1) {
+  for (size_t rb = r0; rb < r1; rb += kRowBlock) {
+    size_t re = rb + kRowBlock < r1 ? rb + kRowBlock : r1;
+    for (size_t v = 0; v < n; ++v)
+      for (size_t r = rb; r < re; ++r) Y[v * w.rows + r] = dotRowScalar(w, r, X + v * w.cols);
+  }
+}
+}  // namespace scalar
+
+void matmul(Isa isa, const WeightView& w, const float* X, size_t n, float* Y, size_t r0,
+            size_t r1) {
+  checkWeightView(w, r0, r1, "matmul");
+  switch (requireIsa(isa, "matmul")) {
+    case Isa::Scalar: return scalar::matmul(w, X, n, Y, r0, r1);
+    case Isa::Avx2: return avx2::matmul(w, X, n, Y, r0, r1);
+    case Isa::Avx512: return avx512::matmul(w, X, n, Y, r0, r1);
+  }
+}
+
+void matvec(Isa isa, const WeightView& w, const float* x, float* y, size_t r0, size_t r1) {
+  checkWeightView(w, r0, r1, "matvec");
+  switch (requireIsa(isa, "matvec")) {
+    case Isa::Scalar: return scalar::matmul(w, x, 1, y, r0, r1);
+    case Isa::Avx2: return avx2::matmul(w, x, 1, y, r0, r1);
+    case Isa::Avx512: return avx512::matmul(w, x, 1, y, r0, r1);
+  }
+}
+
+void matvec(const WeightView& w, const float* x, float* y, size_t r0, size_t r1) {
+  matvec(bestIsa(), w, x, y, r0, r1);
+}
+void matmul(const WeightView& w, const float* X, size_t n, float* Y, size_t r0, size_t r1) {
+  matmul(bestIsa(), w, X, n, Y, r0, r1);
+}
+
+}  // namespace k3::quant

@@ -1,0 +1,181 @@
+// AVX-512 matmul kernels (matvec is n = 1). Dense formats are widened to f32
+// 16 columns at a time; 4-bit formats decode with a 16-entry f32 table held in
+// one register (vpermps uses only the low 4 index bits), scaled per block so
+// each lookup returns the dequantised weight: e2m1 * 2^(s-127) exactly for
+// MXFP4, (nibble-8) * s for int4 (spec 5.4's dequant). Four accumulators per
+// vector, fixed-order reduction.
+// GCC 12.2 false positive (PR105593): the _mm512_undefined_* helpers inside
+// many AVX-512 intrinsics self-initialise and trip -Wuninitialized.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+
+#include "k3/quant/bf16.h"
+#include "k3/quant/isa_kernels.h"
+#include "k3/quant/matmul_driver.h"
+#include "k3/quant/mxfp4.h"
+#include "k3/quant/quantize.h"
+
+namespace k3::quant::avx512 {
+
+namespace {
+
+constexpr int kVecGroup = 4;  // 32 zmm: 4 vectors x 4 accumulators + decode
+
+inline float reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
+  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+}
+
+// F32 / BF16 / I8: Load16(r, i, mask) gives 16 weights as f32 (masked lanes 0).
+template <class Load16, class Finish>
+struct DenseRows {
+  const float* X;
+  size_t cols;
+  Load16 load16;
+  Finish finish;
+
+  template <int NV>
+  void row(size_t r, size_t v0, float* out) const {
+    __m512 acc[NV][4];
+    const float* x[NV];
+    for (int j = 0; j < NV; ++j) {
+      x[j] = X + (v0 + j) * cols;
+      for (int k = 0; k < 4; ++k) acc[j][k] = _mm512_setzero_ps();
+    }
+    const __mmask16 all = 0xffff;
+    size_t i = 0;
+    for (; i + 64 <= cols; i += 64) {
+      __m512 w[4];
+      for (int k = 0; k < 4; ++k) w[k] = load16(r, i + 16 * k, all);
+      for (int j = 0; j < NV; ++j)
+        for (int k = 0; k < 4; ++k)
+          acc[j][k] = _mm512_fmadd_ps(w[k], _mm512_loadu_ps(x[j] + i + 16 * k), acc[j][k]);
+    }
+    for (; i < cols; i += 16) {
+      __mmask16 m = cols - i >= 16 ? all : __mmask16((1u << (cols - i)) - 1);
+      __m512 w = load16(r, i, m);
+      for (int j = 0; j < NV; ++j)
+        acc[j][0] = _mm512_fmadd_ps(w, _mm512_maskz_loadu_ps(m, x[j] + i), acc[j][0]);
+    }
+    for (int j = 0; j < NV; ++j) out[j] = finish(r, reduce4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]));
+  }
+};
+
+template <class Load16, class Finish>
+void runDense(const WeightView& w, const float* X, size_t n, float* Y, size_t r0, size_t r1,
+              Load16 load16, Finish finish) {
+  DenseRows<Load16, Finish> k{X, w.cols, load16, finish};
+  runBlocked<kVecGroup>(k, n, r0, r1, w.rows, Y);
+}
+
+// MXFP4 / I4: 16 packed bytes = 32 columns per block.
+template <class BlockScale>
+struct NibbleRows {
+  const float* X;
+  size_t cols;
+  const uint8_t* data;
+  __m512 base;            // code -> unscaled value
+  BlockScale blockScale;  // (row, 32-column block) -> f32 multiplier
+
+  // Two zmm of weights for 32-column block b, columns in order.
+  inline void decode(const uint8_t* p, size_t r, size_t b, __m512& w0, __m512& w1) const {
+    const __m512i ilv0 = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i ilv1 = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    __m512i lo = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * b)));
+    __m512i hi = _mm512_srli_epi32(lo, 4);
+    __m512 tbl = _mm512_mul_ps(base, _mm512_set1_ps(blockScale(r, b)));
+    w0 = _mm512_permutexvar_ps(_mm512_permutex2var_epi32(lo, ilv0, hi), tbl);
+    w1 = _mm512_permutexvar_ps(_mm512_permutex2var_epi32(lo, ilv1, hi), tbl);
+  }
+
+  template <int NV>
+  void row(size_t r, size_t v0, float* out) const {
+    __m512 acc[NV][4];
+    const float* x[NV];
+    for (int j = 0; j < NV; ++j) {
+      x[j] = X + (v0 + j) * cols;
+      for (int k = 0; k < 4; ++k) acc[j][k] = _mm512_setzero_ps();
+    }
+    const uint8_t* p = data + r * cols / 2;
+    const size_t blocks = cols / 32;
+    size_t b = 0;
+    for (; b + 2 <= blocks; b += 2) {
+      __m512 w[4];
+      decode(p, r, b, w[0], w[1]);
+      decode(p, r, b + 1, w[2], w[3]);
+      for (int j = 0; j < NV; ++j)
+        for (int k = 0; k < 4; ++k)
+          acc[j][k] = _mm512_fmadd_ps(w[k], _mm512_loadu_ps(x[j] + 32 * b + 16 * k), acc[j][k]);
+    }
+    if (b < blocks) {
+      __m512 w0, w1;
+      decode(p, r, b, w0, w1);
+      for (int j = 0; j < NV; ++j) {
+        acc[j][0] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x[j] + 32 * b), acc[j][0]);
+        acc[j][1] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x[j] + 32 * b + 16), acc[j][1]);
+      }
+    }
+    for (int j = 0; j < NV; ++j) out[j] = reduce4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]);
+  }
+};
+
+template <class BlockScale>
+void runNibbles(const WeightView& w, const float* X, size_t n, float* Y, size_t r0, size_t r1,
+                __m512 base, BlockScale bs) {
+  NibbleRows<BlockScale> k{X, w.cols, static_cast<const uint8_t*>(w.data), base, bs};
+  runBlocked<kVecGroup>(k, n, r0, r1, w.rows, Y);
+}
+
+}  // namespace
+
+void matmul(const WeightView& w, const float* X, size_t n, float* Y, size_t r0, size_t r1) {
+  const size_t cols = w.cols;
+  auto plain = [](size_t, float v) { return v; };
+  switch (w.format) {
+    case WeightFormat::F32: {
+      const float* d = static_cast<const float*>(w.data);
+      return runDense(
+          w, X, n, Y, r0, r1,
+          [d, cols](size_t r, size_t i, __mmask16 m) { return _mm512_maskz_loadu_ps(m, d + r * cols + i); },
+          plain);
+    }
+    case WeightFormat::BF16: {
+      const uint16_t* d = static_cast<const uint16_t*>(w.data);
+      return runDense(
+          w, X, n, Y, r0, r1,
+          [d, cols](size_t r, size_t i, __mmask16 m) {
+            __m512i h = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, d + r * cols + i));
+            return _mm512_castsi512_ps(_mm512_slli_epi32(h, 16));
+          },
+          plain);
+    }
+    case WeightFormat::I8Row: {
+      const int8_t* d = static_cast<const int8_t*>(w.data);
+      const float* s = static_cast<const float*>(w.scales);
+      return runDense(
+          w, X, n, Y, r0, r1,
+          [d, cols](size_t r, size_t i, __mmask16 m) {
+            return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, d + r * cols + i)));
+          },
+          [s](size_t r, float v) { return s[r] * v; });
+    }
+    case WeightFormat::I4G64: {
+      const float* s = static_cast<const float*>(w.scales);
+      const size_t gpr = cols / kInt4Group;
+      __m512 base = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
+      return runNibbles(w, X, n, Y, r0, r1, base,
+                        [s, gpr](size_t r, size_t b) { return s[r * gpr + b / 2]; });
+    }
+    case WeightFormat::MXFP4: {
+      const uint8_t* s = static_cast<const uint8_t*>(w.scales);
+      const size_t gpr = cols / kMxfp4Group;
+      __m512 base = _mm512_loadu_ps(kE2M1);
+      return runNibbles(w, X, n, Y, r0, r1, base,
+                        [s, gpr](size_t r, size_t b) { return ue8m0ToF32(s[r * gpr + b]); });
+    }
+  }
+}
+
+}  // namespace k3::quant::avx512
