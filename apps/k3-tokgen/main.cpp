@@ -1,0 +1,156 @@
+// k3-tokgen: writes a Hugging Face tokenizer.json for a Kimi tiktoken
+// vocabulary, checks our encoder on a corpus, and encodes/decodes from the
+// shell. Thin: flags here, all work in k3/tok.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "k3/io/error.h"
+#include "k3/tok/hf_tokenizer_json.h"
+#include "k3/tok/tokenizer.h"
+#include "k3/tok/corpus_check.h"
+#include "k3/tok/id_text.h"
+
+namespace fs = std::filesystem;
+using k3::tok::Tokenizer;
+
+namespace {
+
+// SOURCE is a snapshot directory, or a tiktoken.model path optionally followed
+// by a tokenizer_config.json path.
+Tokenizer loadSource(const std::vector<std::string>& source) {
+  if (source.empty() || source.size() > 2)
+    k3::fail(k3::ErrorKind::Usage, "expected a snapshot directory or TIKTOKEN_MODEL [TOKENIZER_CONFIG]");
+  if (source.size() == 1 && fs::is_directory(source[0])) return Tokenizer::fromDirectory(source[0]);
+  return Tokenizer::fromFiles(source[0], source.size() == 2 ? source[1] : std::string());
+}
+
+std::string defaultOutput(const std::vector<std::string>& source) {
+  fs::path base = fs::is_directory(source[0]) ? fs::path(source[0]) : fs::path(source[0]).parent_path();
+  return (base / "tokenizer.json").string();
+}
+
+std::string readAll(std::istream& in) {
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void writeAtomically(const std::string& path, const std::string& bytes) {
+  if (path == "-") {
+    std::fwrite(bytes.data(), 1, bytes.size(), stdout);
+    return;
+  }
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) k3::fail(k3::ErrorKind::Io, tmp, ": cannot create");
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.close();
+    if (!out) k3::fail(k3::ErrorKind::Io, tmp, ": write failed");
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) k3::fail(k3::ErrorKind::Io, path, ": rename failed: ", ec.message());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"k3-tokgen: Hugging Face tokenizer.json for the Kimi K3 tiktoken vocabulary, corpus checks, "
+               "and encode/decode from the shell.\n"
+               "  k3-tokgen SOURCE [-o tokenizer.json] [--check CORPUS] [--json]\n"
+               "  k3-tokgen encode SOURCE [TEXT] [--allow-special] [--json]   (TEXT from stdin if absent)\n"
+               "  k3-tokgen decode SOURCE [IDS...] [--json]                   (ids from stdin if absent)\n"
+               "SOURCE = snapshot directory (tiktoken.model + optional tokenizer_config.json) or\n"
+               "         TIKTOKEN_MODEL [TOKENIZER_CONFIG]"};
+  app.set_version_flag("--version", std::string("k3-tokgen ") + K3KIT_VERSION);
+  app.require_subcommand(0, 1);
+
+  std::vector<std::string> source;
+  std::string output, corpus;
+  bool json = false, noWrite = false;
+  app.add_option("source", source, "snapshot directory, or TIKTOKEN_MODEL [TOKENIZER_CONFIG]");
+  app.add_option("-o,--output", output, "tokenizer.json path ('-' = stdout; default: next to tiktoken.model)");
+  app.add_option("--check", corpus, "JSON-lines corpus: strings, or {\"text\",\"ids\"[,\"allow_special\"]}");
+  app.add_flag("--no-write", noWrite, "with --check: do not write tokenizer.json");
+  app.add_flag("--json", json, "machine-readable output");
+
+  std::vector<std::string> encSource, decSource, decIds;
+  std::string encText;
+  bool allowSpecial = false, encJson = false, decJson = false;
+  CLI::App* enc = app.add_subcommand("encode", "print the token ids of TEXT (or stdin)");
+  enc->add_option("source", encSource, "snapshot directory or TIKTOKEN_MODEL [TOKENIZER_CONFIG]")->expected(1, 2);
+  enc->add_option("--text,-t", encText, "text to encode (default: read stdin)");
+  enc->add_flag("--allow-special", allowSpecial, "match added-token text such as <|open|> as one id");
+  enc->add_flag("--json", encJson, "print a JSON array");
+  CLI::App* dec = app.add_subcommand("decode", "write the bytes of token ids (args or stdin)");
+  dec->add_option("source", decSource, "snapshot directory or TIKTOKEN_MODEL [TOKENIZER_CONFIG]")->expected(1, 2);
+  dec->add_option("--ids", decIds, "token ids (default: read stdin, separated by spaces/commas/brackets)");
+  dec->add_flag("--json", decJson, "print {\"text\": ...} (invalid UTF-8 replaced by U+FFFD)");
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (*enc) {
+      Tokenizer tok = loadSource(encSource);
+      std::string text = enc->count("--text") ? encText : readAll(std::cin);
+      std::cout << k3::tok::formatIds(tok.encode(text, allowSpecial), encJson) << "\n";
+      return 0;
+    }
+    if (*dec) {
+      Tokenizer tok = loadSource(decSource);
+      std::string idText;
+      if (decIds.empty()) {
+        idText = readAll(std::cin);
+      } else {
+        for (const auto& s : decIds) idText += s + " ";
+      }
+      std::string bytes = tok.decode(k3::tok::parseIds(idText));
+      if (decJson) {
+        std::cout << k3::tok::decodeJson(bytes) << "\n";
+      } else {
+        std::fwrite(bytes.data(), 1, bytes.size(), stdout);
+      }
+      return 0;
+    }
+    if (source.empty()) {
+      std::cerr << app.help() << "\n";
+      return 2;
+    }
+    Tokenizer tok = loadSource(source);
+    int rc = 0;
+    if (!corpus.empty()) {
+      k3::tok::CheckReport rep = k3::tok::checkCorpus(tok, corpus);
+      std::cout << (json ? k3::tok::checkReportJson(rep) : k3::tok::checkReportText(rep)) << std::flush;
+      rc = rep.failed() ? 1 : 0;
+    }
+    if (corpus.empty() || !noWrite) {
+      std::string path = output.empty() ? defaultOutput(source) : output;
+      k3::tok::HfJsonStats stats;
+      std::string text = k3::tok::buildHfTokenizerJson(tok, &stats);
+      writeAtomically(path, text);
+      if (path != "-") {
+        if (json) {
+          std::cout << "{\"output\": \"" << path << "\", \"bytes\": " << text.size() << ", \"vocab\": " << stats.vocab
+                    << ", \"merges\": " << stats.merges << ", \"added_tokens\": " << stats.addedTokens
+                    << ", \"unreachable_tokens\": " << stats.unreachable << "}\n";
+        } else {
+          std::cout << "wrote " << path << ": " << text.size() << " bytes, " << stats.vocab << " ranks, "
+                    << stats.merges << " merges, " << stats.addedTokens << " added tokens ("
+                    << stats.unreachable << " ranks only reachable as whole pieces)\n";
+        }
+      }
+    }
+    return rc;
+  } catch (const k3::Error& e) {
+    std::cerr << "k3-tokgen: " << e.what() << "\n";
+    return e.kind() == k3::ErrorKind::Usage ? 2 : 1;
+  }
+}

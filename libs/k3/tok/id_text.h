@@ -1,0 +1,22 @@
+// Token ids as text, for the encode/decode command line: lists of ids in and
+// out, and decoded bytes as JSON.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace k3::tok {
+
+// "1 2 3" or "[1,2,3]" (json=true).
+std::string formatIds(const std::vector<uint32_t>& ids, bool json);
+// Accepts ids separated by whitespace, commas and brackets; throws
+// k3::Error(Usage) on anything else.
+std::vector<uint32_t> parseIds(std::string_view text);
+// {"text": "..."}; bytes that are not valid UTF-8 become U+FFFD.
+std::string decodeJson(std::string_view bytes);
+// Replaces each maximal invalid UTF-8 subsequence with U+FFFD.
+std::string toValidUtf8(std::string_view bytes);
+
+}  // namespace k3::tok
