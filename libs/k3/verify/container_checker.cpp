@@ -1,0 +1,457 @@
+#include "k3/verify/container_checker.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "k3/format/safetensors_file.h"
+#include "k3/format/tensor_inventory.h"
+#include "k3/io/error.h"
+
+namespace fs = std::filesystem;
+
+namespace k3::verify {
+namespace {
+
+std::string shapeText(const std::vector<uint64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += cat(i ? ", " : "", shape[i]);
+  return s + "]";
+}
+
+bool endsWith(std::string_view s, std::string_view p) {
+  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
+}
+
+struct Located {
+  size_t shard = 0;
+  size_t pos = 0;  // index into the shard's header.tensors
+};
+
+class Checker {
+ public:
+  Checker(const std::string& dir, VerifyReport& report) : report_(report) { facts_.dir = dir; }
+
+  ContainerFacts run() {
+    openShards();
+    buildNameTable();
+    checkIndex();
+    loadConfigAndManifest();
+    if (facts_.config) {
+      checkDenseTensors();
+      checkExperts();
+      checkUnexpected();
+    }
+    checkShardOrder();
+    if (facts_.manifest) checkManifestShards();
+    return std::move(facts_);
+  }
+
+ private:
+  void problem(ProblemKind k, const std::string& shard, const std::string& tensor,
+               const std::string& what, int layer = -1, int expert = -1) {
+    report_.add(k, shard, tensor, what, layer, expert);
+  }
+
+  void openShards() {
+    std::error_code ec;
+    if (!fs::is_directory(facts_.dir, ec))
+      fail(ErrorKind::Io, facts_.dir, ": not a readable directory");
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(facts_.dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (endsWith(name, ".safetensors")) names.push_back(name);
+      else if (name.find(".tmp") != std::string::npos)
+        problem(ProblemKind::Unexpected, name, "", "leftover temporary file (interrupted run?)");
+    }
+    if (ec) failErrno(ec.value(), facts_.dir, "cannot list directory");
+    std::sort(names.begin(), names.end());
+    if (names.empty()) problem(ProblemKind::Missing, "", "", "no *.safetensors shard in " + facts_.dir);
+    for (const auto& name : names) {
+      ShardFacts s;
+      s.file = name;
+      s.path = (fs::path(facts_.dir) / name).string();
+      std::error_code sec;
+      s.size = fs::file_size(s.path, sec);
+      try {
+        auto f = SafetensorsFile::open(s.path, SafetensorsFile::Access::HeaderOnly);
+        s.header = f.header();
+        s.dataOffset = f.dataOffset();
+        s.headerOk = true;
+        if (s.dataOffset % 8 != 0)
+          problem(ProblemKind::Header, name, "",
+                  cat("data section starts at byte ", s.dataOffset, ", not 8-byte aligned (spec 3.3)"));
+      } catch (const Error& e) {
+        problem(e.kind() == ErrorKind::Io ? ProblemKind::Unreadable : ProblemKind::Header, name, "",
+                e.what());
+      }
+      facts_.shards.push_back(std::move(s));
+    }
+  }
+
+  void buildNameTable() {
+    for (size_t si = 0; si < facts_.shards.size(); ++si) {
+      const auto& tensors = facts_.shards[si].header.tensors;
+      for (size_t ti = 0; ti < tensors.size(); ++ti) {
+        auto [it, fresh] = where_.emplace(tensors[ti].name, Located{si, ti});
+        if (!fresh)
+          problem(ProblemKind::Index, facts_.shards[si].file, tensors[ti].name,
+                  "duplicate tensor name, also in shard " + facts_.shards[it->second.shard].file);
+      }
+    }
+  }
+
+  const TensorInfo* tensor(const std::string& name, Located* loc = nullptr) const {
+    auto it = where_.find(name);
+    if (it == where_.end()) return nullptr;
+    if (loc) *loc = it->second;
+    return &facts_.shards[it->second.shard].header.tensors[it->second.pos];
+  }
+  const std::string& shardOf(const std::string& name) const {
+    static const std::string none;
+    auto it = where_.find(name);
+    return it == where_.end() ? none : facts_.shards[it->second.shard].file;
+  }
+
+  void checkIndex() {
+    const std::string path = (fs::path(facts_.dir) / "model.safetensors.index.json").string();
+    IndexFacts index;
+    try {
+      index = loadIndexFacts(path);
+    } catch (const Error& e) {
+      problem(ProblemKind::Index, "", "", e.what());
+      return;
+    }
+    std::set<std::string> files;
+    for (const auto& s : facts_.shards) files.insert(s.file);
+    std::unordered_set<std::string> listed;
+    uint64_t total = 0;
+    for (const auto& [name, file] : index.weightMap) {
+      listed.insert(name);
+      if (!files.count(file)) {
+        problem(ProblemKind::Index, file, name, "index names a shard that does not exist");
+        continue;
+      }
+      Located loc;
+      const TensorInfo* t = tensor(name, &loc);
+      if (!t) problem(ProblemKind::Index, file, name, "index entry has no tensor in any shard header");
+      else if (facts_.shards[loc.shard].file != file)
+        problem(ProblemKind::Index, file, name,
+                "index says shard " + file + " but the tensor is in " + facts_.shards[loc.shard].file);
+    }
+    for (const auto& s : facts_.shards) {
+      for (const auto& t : s.header.tensors) {
+        total += t.nbytes();
+        if (!listed.count(t.name)) problem(ProblemKind::Index, s.file, t.name, "tensor has no index entry");
+      }
+    }
+    if (index.totalSize && *index.totalSize != total)
+      problem(ProblemKind::Index, "", "",
+              cat("index metadata.total_size is ", *index.totalSize, " but the shards hold ", total,
+                  " tensor bytes"));
+  }
+
+  void loadConfigAndManifest() {
+    const std::string cfgPath = (fs::path(facts_.dir) / "config.json").string();
+    try {
+      facts_.config = ModelConfig::load(cfgPath);
+    } catch (const Error& e) {
+      problem(ProblemKind::Config, "", "", e.what());
+    }
+    const std::string manPath = (fs::path(facts_.dir) / "k3-manifest.json").string();
+    try {
+      facts_.manifest = loadManifestFacts(manPath);
+    } catch (const Error& e) {
+      problem(ProblemKind::Manifest, "", "", e.what());
+    }
+    if (!facts_.config) return;
+    const std::string plain = "model.layers.0.input_layernorm.weight";
+    if (!tensor(plain) && tensor(std::string(kLanguageModelPrefix) + plain))
+      facts_.prefix = std::string(kLanguageModelPrefix);
+  }
+
+  int bitsFor(TensorClass cls) const {
+    const ManifestFacts& m = *facts_.manifest;
+    return cls == TensorClass::Mla ? m.mlaBits : cls == TensorClass::Head ? m.headBits : m.bits;
+  }
+
+  void expectShape(const std::string& file, const TensorInfo& t, const std::vector<uint64_t>& want,
+                   const char* what) {
+    if (t.shape != want)
+      problem(ProblemKind::Shape, file, t.name,
+              cat(what, " shape is ", shapeText(t.shape), ", expected ", shapeText(want)));
+  }
+
+  void checkDenseTensors() {
+    for (const auto& e : expectedDenseTensors(*facts_.config, facts_.prefix)) {
+      Located loc;
+      const TensorInfo* t = tensor(e.name, &loc);
+      if (!t) {
+        problem(ProblemKind::Missing, "", e.name,
+                cat("missing (", tensorClassName(e.cls), " tensor implied by config.json)"));
+        continue;
+      }
+      claimed_.insert(e.name);
+      const std::string& file = facts_.shards[loc.shard].file;
+      const bool quantClass = e.cls == TensorClass::Bits || e.cls == TensorClass::Mla ||
+                              e.cls == TensorClass::Head;
+      if (!quantClass) {
+        if (!isFloatDtype(t->dtype))
+          problem(ProblemKind::Dtype, file, e.name,
+                  cat("dtype ", dtypeName(t->dtype), ", expected a float dtype (pass-through tensor)"));
+        if (endsWith(e.name, ".A_log")) {  // zero-padded per spec 2.4: 1-D, at least H entries
+          if (t->shape.size() != 1 || t->shape[0] < e.shape[0])
+            problem(ProblemKind::Shape, file, e.name,
+                    cat("shape is ", shapeText(t->shape), ", expected 1-D with >= ", e.shape[0], " entries"));
+        } else {
+          expectShape(file, *t, e.shape, "");
+        }
+        continue;
+      }
+      checkQuantized(e, *t, loc);
+    }
+  }
+
+  // Spec §5.5 / §5.9: U8 [O, I] + F32 .qs [O] (int8) or U8 [O, I/2] + F32 .qs
+  // [O, I/64] (int4-g64); the sidecar directly follows in header and data.
+  void checkQuantized(const ExpectedTensor& e, const TensorInfo& t, Located loc) {
+    const ShardFacts& shard = facts_.shards[loc.shard];
+    const uint64_t O = e.shape[0], I = e.shape.size() > 1 ? e.shape[1] : 1;
+    const std::string qsName = e.name + ".qs";
+    Located qloc;
+    const TensorInfo* qs = tensor(qsName, &qloc);
+    if (qs) claimed_.insert(qsName);
+    std::optional<QuantForm> form;
+    if (facts_.manifest) form = quantFormFor(bitsFor(e.cls), I);
+    const bool isFloat = isFloatDtype(t.dtype);
+    if (!form) {  // no manifest settings: accept any valid stored form
+      form = isFloat ? QuantForm::KeepFloat
+                     : (t.shape.size() == 2 && t.shape[1] * 2 == I ? QuantForm::Int4 : QuantForm::Int8);
+    }
+    const char* formName = *form == QuantForm::KeepFloat ? "kept float"
+                           : *form == QuantForm::Int8   ? "int8 per-row"
+                                                        : "int4-g64";
+    if (*form == QuantForm::KeepFloat) {
+      if (!isFloat)
+        problem(ProblemKind::Dtype, shard.file, e.name,
+                cat("dtype ", dtypeName(t.dtype), ", expected BF16 (", tensorClassName(e.cls),
+                    " class kept at 16 bits)"));
+      expectShape(shard.file, t, e.shape, "");
+      if (qs) problem(ProblemKind::Sidecar, shardOf(qsName), qsName, "unexpected .qs sidecar for a float tensor");
+      return;
+    }
+    if (t.dtype != Dtype::U8 && t.dtype != Dtype::I8)
+      problem(ProblemKind::Dtype, shard.file, e.name,
+              cat("dtype ", dtypeName(t.dtype), ", expected U8 (", formName, ", ",
+                  tensorClassName(e.cls), " bits ", facts_.manifest ? bitsFor(e.cls) : 0, ")"));
+    const bool int4 = *form == QuantForm::Int4;
+    expectShape(shard.file, t, int4 ? std::vector<uint64_t>{O, I / 2} : std::vector<uint64_t>{O, I},
+                formName);
+    if (!qs) {
+      problem(ProblemKind::Sidecar, shard.file, qsName, "missing .qs sidecar of a quantized tensor");
+      return;
+    }
+    if (qs->dtype != Dtype::F32)
+      problem(ProblemKind::Sidecar, shardOf(qsName), qsName,
+              cat("sidecar dtype ", dtypeName(qs->dtype), ", expected F32"));
+    const std::vector<uint64_t> wantQs = int4 ? std::vector<uint64_t>{O, I / 64} : std::vector<uint64_t>{O};
+    if (qs->shape != wantQs)
+      problem(ProblemKind::Sidecar, shardOf(qsName), qsName,
+              cat("sidecar shape is ", shapeText(qs->shape), ", expected ", shapeText(wantQs), " (",
+                  formName, ")"));
+    if (qloc.shard != loc.shard || qloc.pos != loc.pos + 1 || qs->begin != t.end)
+      problem(ProblemKind::Sidecar, shardOf(qsName), qsName,
+              "sidecar does not directly follow its tensor in header and data (spec 5.5)");
+  }
+
+  void checkExperts() {
+    const ModelConfig& cfg = *facts_.config;
+    const uint64_t bytes = expertBytes(cfg);
+    for (int layer = 0; layer < cfg.numLayers; ++layer) {
+      if (!cfg.isMoeLayer(layer)) continue;
+      for (int id = 0; id < cfg.numExperts; ++id) {
+        ++expectedExperts_;
+        const TensorInfo* parts[kExpertParts] = {};
+        Located locs[kExpertParts];
+        bool complete = true;
+        for (int p = 0; p < kExpertParts; ++p) {
+          const std::string name = expertTensorName(facts_.prefix, layer, id, static_cast<ExpertPart>(p));
+          parts[p] = tensor(name, &locs[p]);
+          if (!parts[p]) {
+            problem(ProblemKind::Missing, "", name, "expert tensor missing", layer, id);
+            complete = false;
+            continue;
+          }
+          claimed_.insert(name);
+          const std::string& file = facts_.shards[locs[p].shard].file;
+          if (parts[p]->dtype != Dtype::U8)
+            problem(ProblemKind::Dtype, file, name,
+                    cat("dtype ", dtypeName(parts[p]->dtype), ", expected U8 (MXFP4)"), layer, id);
+          const auto want = expertPartShape(cfg, static_cast<ExpertPart>(p));
+          if (parts[p]->shape != want)
+            problem(ProblemKind::Shape, file, name,
+                    cat("shape is ", shapeText(parts[p]->shape), ", expected ", shapeText(want)), layer, id);
+        }
+        if (!complete) continue;
+        const ShardFacts& shard = facts_.shards[locs[0].shard];
+        bool contiguous = true;
+        for (int p = 1; p < kExpertParts; ++p)
+          if (locs[p].shard != locs[0].shard || parts[p]->begin != parts[p - 1]->end) contiguous = false;
+        if (!contiguous) {
+          problem(ProblemKind::Layout, shard.file, "",
+                  "the six expert tensors are not back-to-back in one shard (w1p w1s w2p w2s w3p w3s)",
+                  layer, id);
+          continue;
+        }
+        const uint64_t begin = shard.dataOffset + parts[0]->begin;
+        const uint64_t end = shard.dataOffset + parts[kExpertParts - 1]->end;
+        if (end - begin != bytes)
+          problem(ProblemKind::Size, shard.file, "",
+                  cat("expert spans ", end - begin, " bytes, expected ", bytes), layer, id);
+        actualExperts_[{layer, id}] = ManifestExpertFact{layer, id, shard.file, begin, end, ""};
+      }
+    }
+    if (facts_.manifest) checkManifestExperts();
+  }
+
+  void checkManifestExperts() {
+    std::map<std::pair<int, int>, const ManifestExpertFact*> listed;
+    for (const auto& m : facts_.manifest->experts) {
+      if (!listed.emplace(std::make_pair(m.layer, m.id), &m).second)
+        problem(ProblemKind::Manifest, m.file, "", "expert listed twice in the manifest", m.layer, m.id);
+      const ModelConfig& cfg = *facts_.config;
+      if (m.layer < 0 || m.layer >= cfg.numLayers || !cfg.isMoeLayer(m.layer) || m.id < 0 ||
+          m.id >= cfg.numExperts)
+        problem(ProblemKind::Manifest, m.file, "", "manifest lists an expert the config does not imply",
+                m.layer, m.id);
+    }
+    const ModelConfig& cfg = *facts_.config;
+    for (int layer = 0; layer < cfg.numLayers; ++layer) {
+      if (!cfg.isMoeLayer(layer)) continue;
+      for (int id = 0; id < cfg.numExperts; ++id) {
+        auto it = listed.find({layer, id});
+        if (it == listed.end()) {
+          problem(ProblemKind::Manifest, "", "", "expert missing from the manifest", layer, id);
+          continue;
+        }
+        auto act = actualExperts_.find({layer, id});
+        if (act == actualExperts_.end()) continue;  // already reported
+        const ManifestExpertFact& m = *it->second;
+        const ManifestExpertFact& a = act->second;
+        if (m.file != a.file || m.begin != a.begin || m.end != a.end)
+          problem(ProblemKind::Manifest, a.file, "",
+                  cat("manifest says ", m.file, " bytes [", m.begin, ", ", m.end, ") but the headers put it at ",
+                      a.file, " bytes [", a.begin, ", ", a.end, ")"),
+                  layer, id);
+      }
+    }
+  }
+
+  void checkUnexpected() {
+    for (const auto& s : facts_.shards)
+      for (const auto& t : s.header.tensors)
+        if (!claimed_.count(t.name)) {
+          const bool vision = classifyTensor(t.name, *facts_.config) == TensorClass::Skip;
+          problem(ProblemKind::Unexpected, s.file, t.name,
+                  vision ? "vision tensor in the container (must be dropped)"
+                         : "tensor not implied by config.json");
+        }
+  }
+
+  // Spec §5.6: non-expert tensors first, then experts in (id, part) order.
+  void checkShardOrder() {
+    for (const auto& s : facts_.shards) {
+      if (!s.headerOk) continue;
+      bool inExperts = false;
+      ExpertName prev;
+      bool havePrev = false;
+      for (size_t i : s.header.offsetOrder()) {
+        const TensorInfo& t = s.header.tensors[i];
+        ExpertName en;
+        if (parseExpertName(t.name, en)) {
+          inExperts = true;
+          if (havePrev && std::make_tuple(en.layer, en.expert, static_cast<int>(en.part)) <=
+                              std::make_tuple(prev.layer, prev.expert, static_cast<int>(prev.part))) {
+            problem(ProblemKind::Layout, s.file, t.name, "expert tensors are not in (id, w1p..w3s) order",
+                    en.layer, en.expert);
+            break;
+          }
+          prev = en;
+          havePrev = true;
+        } else if (inExperts) {
+          problem(ProblemKind::Layout, s.file, t.name, "non-expert tensor stored after the experts");
+          break;
+        }
+      }
+    }
+  }
+
+  void checkManifestShards() {
+    std::map<std::string, const ManifestShardFact*> listed;
+    for (const auto& m : facts_.manifest->shards)
+      if (!listed.emplace(m.file, &m).second)
+        problem(ProblemKind::Manifest, m.file, "", "shard listed twice in the manifest");
+    for (const auto& s : facts_.shards) {
+      auto it = listed.find(s.file);
+      if (it == listed.end()) {
+        problem(ProblemKind::Manifest, s.file, "", "shard file is not in the manifest");
+        continue;
+      }
+      if (it->second->size != s.size)
+        problem(ProblemKind::Size, s.file, "",
+                cat("file is ", s.size, " bytes, manifest says ", it->second->size));
+      if (s.headerOk && (it->second->dataOffset != s.dataOffset || it->second->tensors != s.header.tensors.size()))
+        problem(ProblemKind::Manifest, s.file, "",
+                cat("header has data offset ", s.dataOffset, " and ", s.header.tensors.size(),
+                    " tensors, manifest says ", it->second->dataOffset, " and ", it->second->tensors));
+      listed.erase(it);
+    }
+    for (const auto& [file, m] : listed)
+      problem(ProblemKind::Missing, file, "", "shard listed in the manifest does not exist");
+    for (const auto& f : facts_.manifest->files) {
+      std::error_code ec;
+      const uint64_t size = fs::file_size(fs::path(facts_.dir) / f.file, ec);
+      if (ec) problem(ProblemKind::Missing, "", "", cat("copied file ", f.file, " listed in the manifest is missing"));
+      else if (size != f.size)
+        problem(ProblemKind::Size, "", "", cat("copied file ", f.file, " is ", size, " bytes, manifest says ", f.size));
+    }
+    if (facts_.config && facts_.manifest->expertBytes != expertBytes(*facts_.config))
+      problem(ProblemKind::Manifest, "", "",
+              cat("manifest expert_bytes ", facts_.manifest->expertBytes, " but config.json implies ",
+                  expertBytes(*facts_.config)));
+  }
+
+  VerifyReport& report_;
+  ContainerFacts facts_;
+  std::unordered_map<std::string, Located> where_;
+  std::unordered_set<std::string> claimed_;
+  std::map<std::pair<int, int>, ManifestExpertFact> actualExperts_;
+  uint64_t expectedExperts_ = 0;
+
+ public:
+  uint64_t expectedExperts() const { return expectedExperts_; }
+};
+
+}  // namespace
+
+QuantForm quantFormFor(int bits, uint64_t inputs) {
+  if (bits >= 16) return QuantForm::KeepFloat;
+  if (bits <= 4 && inputs % 64 == 0) return QuantForm::Int4;
+  return QuantForm::Int8;
+}
+
+ContainerFacts checkContainer(const std::string& dir, VerifyReport& report) {
+  Checker checker(dir, report);
+  ContainerFacts facts = checker.run();
+  uint64_t tensors = 0;
+  for (const auto& s : facts.shards) tensors += s.header.tensors.size();
+  report.summary().shards = facts.shards.size();
+  report.summary().tensors = tensors;
+  report.summary().experts = checker.expectedExperts();
+  return facts;
+}
+
+}  // namespace k3::verify

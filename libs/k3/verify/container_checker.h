@@ -1,0 +1,46 @@
+// Fast (metadata-only) checks of a repacked container directory: shard
+// headers, exact sizes, index <-> headers, the tensor set the config implies
+// (dtype, shape, quantized form and .qs sidecars per spec §5.5/§5.9, expected
+// bit widths from the manifest settings), container order (spec §5.6), and
+// agreement with k3-manifest.json. Reads headers only: seconds on 1.5 TB.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "k3/format/model_config.h"
+#include "k3/format/safetensors_header.h"
+#include "k3/verify/manifest_facts.h"
+#include "k3/verify/verify_report.h"
+
+namespace k3::verify {
+
+struct ShardFacts {
+  std::string file;  // basename
+  std::string path;
+  uint64_t size = 0;
+  bool headerOk = false;
+  uint64_t dataOffset = 0;  // 8 + N
+  SafetensorsHeader header;
+};
+
+struct ContainerFacts {
+  std::string dir;
+  std::vector<ShardFacts> shards;  // sorted by file name
+  std::optional<ModelConfig> config;
+  std::string prefix;  // "" or "language_model."
+  std::optional<ManifestFacts> manifest;
+};
+
+// Runs every fast check, appending problems to `report`. Throws k3::Error
+// only when it cannot run at all (DST is not a readable directory).
+ContainerFacts checkContainer(const std::string& dir, VerifyReport& report);
+
+// Expected stored form of a quantized-class tensor [O, I] at `bits` (spec §5.2):
+// BF16 kept (bits >= 16), int4-g64 (bits <= 4, I % 64 == 0) or int8 per-row.
+enum class QuantForm { KeepFloat, Int8, Int4 };
+QuantForm quantFormFor(int bits, uint64_t inputs);
+
+}  // namespace k3::verify

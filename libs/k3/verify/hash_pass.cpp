@@ -1,0 +1,335 @@
+#include "k3/verify/hash_pass.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "k3/format/safetensors_file.h"
+#include "k3/format/sha256.h"
+#include "k3/format/tensor_inventory.h"
+#include "k3/io/error.h"
+#include "k3/io/thread_pool.h"
+
+namespace fs = std::filesystem;
+
+namespace k3::verify {
+namespace {
+
+struct Fd {
+  int fd = -1;
+  explicit Fd(const std::string& path) : fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {}
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+};
+
+// Page-aligned reusable read buffer (one per thread).
+struct Buffer {
+  explicit Buffer(size_t n) : size(n), data(static_cast<uint8_t*>(std::aligned_alloc(4096, n))) {
+    if (!data) throw std::bad_alloc();
+  }
+  ~Buffer() { std::free(data); }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  size_t size;
+  uint8_t* data;
+};
+
+// Reads up to len bytes at offset; returns bytes read (short only at EOF).
+size_t preadFull(int fd, uint8_t* buf, size_t len, uint64_t offset) {
+  size_t got = 0;
+  while (got < len) {
+    ssize_t n = ::pread(fd, buf + got, len - got, static_cast<off_t>(offset + got));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw Error(ErrorKind::Io, std::string("read failed: ") + std::strerror(errno));
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  return got;
+}
+
+size_t threadCount(const HashOptions& opts, size_t jobs) {
+  size_t t = opts.threads ? opts.threads : std::max<size_t>(1, std::thread::hardware_concurrency());
+  return std::max<size_t>(1, std::min(t, jobs));
+}
+
+// Runs job(i, buffer) for i in [0, n) over the pool, biggest jobs first.
+template <typename Job>
+void runJobs(const std::vector<uint64_t>& weights, const HashOptions& opts, Job&& job) {
+  std::vector<size_t> order(weights.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return weights[a] > weights[b]; });
+  std::atomic<size_t> next{0};
+  ThreadPool pool(threadCount(opts, order.size()));
+  pool.run([&](size_t, size_t) {
+    Buffer buf(opts.blockBytes);
+    for (size_t k; (k = next.fetch_add(1)) < order.size();) job(order[k], buf);
+  });
+}
+
+struct ExpertRange {
+  const ManifestExpertFact* fact;
+  Sha256 hash;
+  bool done = false;
+};
+
+struct ShardJob {
+  const ShardFacts* shard = nullptr;
+  const ManifestShardFact* manifest = nullptr;
+  std::vector<const ManifestExpertFact*> experts;  // sorted by begin
+};
+
+}  // namespace
+
+uint64_t containerHashBytes(const ContainerFacts& facts) {
+  if (!facts.manifest) return 0;
+  uint64_t total = 0;
+  for (const auto& s : facts.shards)
+    for (const auto& m : facts.manifest->shards)
+      if (m.file == s.file) total += s.size;
+  return total;
+}
+
+uint64_t hashContainer(const ContainerFacts& facts, const HashOptions& opts, VerifyReport& report) {
+  if (!facts.manifest) return 0;
+  std::vector<ShardJob> jobs;
+  std::vector<uint64_t> weights;
+  for (const auto& s : facts.shards) {
+    ShardJob job;
+    job.shard = &s;
+    for (const auto& m : facts.manifest->shards)
+      if (m.file == s.file) job.manifest = &m;
+    if (!job.manifest) continue;  // reported by the fast pass
+    for (const auto& e : facts.manifest->experts)
+      if (e.file == s.file && e.begin <= e.end && e.end <= s.size) job.experts.push_back(&e);
+    std::sort(job.experts.begin(), job.experts.end(),
+              [](const auto* a, const auto* b) { return a->begin < b->begin; });
+    weights.push_back(s.size);
+    jobs.push_back(std::move(job));
+  }
+  std::mutex mu;
+  std::atomic<uint64_t> bytesRead{0};
+  runJobs(weights, opts, [&](size_t j, Buffer& buf) {
+    const ShardJob& job = jobs[j];
+    const std::string& file = job.shard->file;
+    std::vector<Problem> found;
+    Fd fd(job.shard->path);
+    if (fd.fd < 0) {
+      found.push_back({ProblemKind::Unreadable, file, "", -1, -1, cat("cannot open: ", std::strerror(errno))});
+    } else {
+      ::posix_fadvise(fd.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+      Sha256 whole;
+      std::vector<ExpertRange> ranges;
+      ranges.reserve(job.experts.size());
+      for (const auto* e : job.experts) ranges.push_back({e, Sha256(), false});
+      size_t first = 0;  // ranges before `first` are finished
+      uint64_t off = 0;
+      try {
+        for (;;) {
+          const size_t n = preadFull(fd.fd, buf.data, buf.size, off);
+          if (n == 0) break;
+          whole.update(buf.data, n);
+          const uint64_t blockEnd = off + n;
+          for (size_t r = first; r < ranges.size() && ranges[r].fact->begin < blockEnd; ++r) {
+            ExpertRange& er = ranges[r];
+            if (er.done) continue;
+            const uint64_t b = std::max(er.fact->begin, off), e = std::min(er.fact->end, blockEnd);
+            if (b < e) er.hash.update(buf.data + (b - off), e - b);
+            if (er.fact->end <= blockEnd) {
+              er.done = true;
+              const std::string got = er.hash.finishHex();
+              if (got != er.fact->sha256)
+                found.push_back({ProblemKind::Hash, file, "", er.fact->layer, er.fact->id,
+                                 cat("expert bytes [", er.fact->begin, ", ", er.fact->end, ") have SHA-256 ",
+                                     got, ", manifest says ", er.fact->sha256)});
+            }
+          }
+          while (first < ranges.size() && ranges[first].done) ++first;
+          off = blockEnd;
+          bytesRead += n;
+          if (opts.progress) *opts.progress += n;
+        }
+        if (off != job.shard->size)
+          found.push_back({ProblemKind::Size, file, "", -1, -1,
+                           cat("read ", off, " bytes but the file was ", job.shard->size, " bytes when opened")});
+        const std::string got = whole.finishHex();
+        if (got != job.manifest->sha256)
+          found.push_back({ProblemKind::Hash, file, "", -1, -1,
+                           cat("shard SHA-256 is ", got, ", manifest says ", job.manifest->sha256)});
+        for (auto& er : ranges)
+          if (!er.done)
+            found.push_back({ProblemKind::Size, file, "", er.fact->layer, er.fact->id,
+                             "expert byte range extends past the end of the file"});
+      } catch (const Error& e) {
+        found.push_back({ProblemKind::Unreadable, file, "", -1, -1, e.what()});
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    report.merge(std::move(found));
+  });
+  // The copied extra files are small: hash them inline.
+  for (const auto& f : facts.manifest->files) {
+    const std::string path = (fs::path(facts.dir) / f.file).string();
+    Fd fd(path);
+    if (fd.fd < 0) continue;  // reported by the fast pass
+    Sha256 h;
+    std::vector<uint8_t> buf(1 << 16);
+    uint64_t off = 0;
+    try {
+      for (size_t n; (n = preadFull(fd.fd, buf.data(), buf.size(), off)) > 0; off += n) h.update(buf.data(), n);
+    } catch (const Error& e) {
+      report.add(ProblemKind::Unreadable, "", "", cat(f.file, ": ", e.what()));
+      continue;
+    }
+    const std::string got = h.finishHex();
+    if (got != f.sha256)
+      report.add(ProblemKind::Hash, "", "", cat("copied file ", f.file, " has SHA-256 ", got, ", manifest says ", f.sha256));
+  }
+  return bytesRead.load();
+}
+
+uint64_t sourceHashBytes(const ContainerFacts& facts) {
+  if (!facts.manifest) return 0;
+  uint64_t total = 0;
+  for (const auto& e : facts.manifest->experts) total += e.end - e.begin;
+  return total;
+}
+
+namespace {
+
+struct SourceTensor {
+  size_t shard;
+  uint64_t begin, end;  // absolute
+};
+
+struct SourceJob {
+  const ManifestExpertFact* fact;
+  size_t shard = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;  // absolute, in container part order
+  uint64_t bytes = 0;
+};
+
+}  // namespace
+
+uint64_t hashSource(const std::string& srcDir, const ContainerFacts& facts, const HashOptions& opts,
+                    VerifyReport& report) {
+  if (!facts.manifest) return 0;
+  std::error_code ec;
+  if (!fs::is_directory(srcDir, ec)) fail(ErrorKind::Io, srcDir, ": source is not a readable directory");
+  // Every source shard header; names resolve through the headers themselves.
+  std::vector<std::string> paths;
+  for (const auto& entry : fs::directory_iterator(srcDir, ec))
+    if (entry.path().extension() == ".safetensors") paths.push_back(entry.path().string());
+  std::sort(paths.begin(), paths.end());
+  std::vector<std::string> files;
+  std::unordered_map<std::string, SourceTensor> where;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    files.push_back(fs::path(paths[i]).filename().string());
+    try {
+      auto f = SafetensorsFile::open(paths[i], SafetensorsFile::Access::HeaderOnly);
+      for (const auto& t : f.tensors())
+        where.emplace(t.name, SourceTensor{i, f.dataOffset() + t.begin, f.dataOffset() + t.end});
+    } catch (const Error& e) {
+      report.add(ProblemKind::Source, files.back(), "", cat("source shard unusable: ", e.what()));
+    }
+  }
+  std::vector<SourceJob> jobs;
+  for (const auto& m : facts.manifest->experts) {
+    SourceJob job{&m, 0, {}, 0};
+    bool ok = true;
+    for (int p = 0; p < kExpertParts && ok; ++p) {
+      const auto part = static_cast<ExpertPart>(p);
+      auto it = where.find(expertTensorName(facts.prefix, m.layer, m.id, part));
+      if (it == where.end()) it = where.find(expertTensorName(
+                                   facts.prefix.empty() ? std::string(kLanguageModelPrefix) : "",
+                                   m.layer, m.id, part));
+      if (it == where.end()) {
+        report.add(ProblemKind::Source, "", expertTensorName(facts.prefix, m.layer, m.id, part),
+                   "expert tensor not found in the source snapshot", m.layer, m.id);
+        ok = false;
+        break;
+      }
+      const SourceTensor& st = it->second;
+      if (p > 0 && st.shard != job.shard) {
+        report.add(ProblemKind::Source, files[st.shard], "", "expert split across source shards", m.layer, m.id);
+        ok = false;
+        break;
+      }
+      job.shard = st.shard;
+      if (!job.ranges.empty() && job.ranges.back().second == st.begin) job.ranges.back().second = st.end;
+      else job.ranges.emplace_back(st.begin, st.end);
+      job.bytes += st.end - st.begin;
+    }
+    if (ok) jobs.push_back(std::move(job));
+  }
+  // Group into runs per shard in offset order so reads stay sequential.
+  std::sort(jobs.begin(), jobs.end(), [](const SourceJob& a, const SourceJob& b) {
+    return std::make_pair(a.shard, a.ranges.front().first) < std::make_pair(b.shard, b.ranges.front().first);
+  });
+  std::vector<std::vector<size_t>> runs;
+  std::vector<uint64_t> weights;
+  const uint64_t runTarget = uint64_t{256} << 20;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (runs.empty() || jobs[runs.back().front()].shard != jobs[i].shard || weights.back() >= runTarget) {
+      runs.emplace_back();
+      weights.push_back(0);
+    }
+    runs.back().push_back(i);
+    weights.back() += jobs[i].bytes;
+  }
+  std::mutex mu;
+  std::atomic<uint64_t> bytesRead{0};
+  runJobs(weights, opts, [&](size_t r, Buffer& buf) {
+    std::vector<Problem> found;
+    const std::string& file = files[jobs[runs[r].front()].shard];
+    Fd fd(paths[jobs[runs[r].front()].shard]);
+    if (fd.fd < 0) {
+      found.push_back({ProblemKind::Unreadable, file, "", -1, -1, cat("cannot open source shard: ", std::strerror(errno))});
+    } else {
+      for (size_t j : runs[r]) {
+        const SourceJob& job = jobs[j];
+        Sha256 h;
+        try {
+          bool shortRead = false;
+          for (auto [b, e] : job.ranges) {
+            for (uint64_t off = b; off < e && !shortRead;) {
+              const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size, e - off));
+              const size_t n = preadFull(fd.fd, buf.data, want, off);
+              h.update(buf.data, n);
+              off += n;
+              bytesRead += n;
+              if (opts.progress) *opts.progress += n;
+              if (n < want) shortRead = true;
+            }
+          }
+          const std::string got = h.finishHex();
+          if (shortRead)
+            found.push_back({ProblemKind::Source, file, "", job.fact->layer, job.fact->id, "source shard is truncated"});
+          else if (got != job.fact->sha256)
+            found.push_back({ProblemKind::Source, file, "", job.fact->layer, job.fact->id,
+                             cat("source expert bytes have SHA-256 ", got, ", manifest says ", job.fact->sha256)});
+        } catch (const Error& e) {
+          found.push_back({ProblemKind::Unreadable, file, "", job.fact->layer, job.fact->id, e.what()});
+        }
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    report.merge(std::move(found));
+  });
+  return bytesRead.load();
+}
+
+}  // namespace k3::verify

@@ -1,0 +1,42 @@
+// The --full and --source passes of k3-verify: SHA-256 of every container
+// shard and every expert (against k3-manifest.json), and of every expert's
+// bytes in the source snapshot. Files are read with pread into reused large
+// buffers (no mmap: page faults cost ~3 µs/page on these VMs) and spread over
+// all threads, one file (container) or expert run (source) per job.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "k3/verify/container_checker.h"
+#include "k3/verify/verify_report.h"
+
+namespace k3::verify {
+
+struct HashOptions {
+  size_t threads = 0;                        // 0 = all cores
+  size_t blockBytes = size_t{8} << 20;       // sequential read size
+  std::atomic<uint64_t>* progress = nullptr; // bytes hashed so far (for a progress bar)
+};
+
+// Bytes the container pass will read (whole shards listed in the manifest).
+uint64_t containerHashBytes(const ContainerFacts& facts);
+
+// Hashes each shard the manifest lists, whole and per expert, in one
+// sequential read; appends Hash / Unreadable problems. Returns bytes read.
+uint64_t hashContainer(const ContainerFacts& facts, const HashOptions& opts, VerifyReport& report);
+
+// Hashes the source snapshot's bytes of every manifest expert (its six
+// tensors in container order) and compares with the manifest; appends
+// Source / Unreadable problems. Returns bytes read.
+uint64_t hashSource(const std::string& srcDir, const ContainerFacts& facts, const HashOptions& opts,
+                    VerifyReport& report);
+
+}  // namespace k3::verify
+
+namespace k3::verify {
+// Bytes the source pass will read (every manifest expert once).
+uint64_t sourceHashBytes(const ContainerFacts& facts);
+}  // namespace k3::verify

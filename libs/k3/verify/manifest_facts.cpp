@@ -1,0 +1,32 @@
+#include "k3/verify/manifest_facts.h"
+
+#include "k3/format/expert_manifest.h"
+#include "k3/format/snapshot_index.h"
+
+namespace k3::verify {
+
+ManifestFacts loadManifestFacts(const std::string& path) {
+  const ExpertManifest m = ExpertManifest::load(path);
+  ManifestFacts f;
+  f.bits = m.settings.bits;
+  f.mlaBits = m.settings.mlaBits;
+  f.headBits = m.settings.headBits;
+  f.expertBytes = m.expertBytes;
+  for (const auto& s : m.shards) {
+    f.shards.push_back({s.file, s.size, s.sha256, s.dataOffset, s.tensors});
+    for (const auto& e : s.experts)
+      f.experts.push_back({e.layer, e.id, s.file, e.offset, e.offset + e.length, e.sha256});
+  }
+  for (const auto& x : m.files) f.files.push_back({x.file, x.size, x.sha256});
+  return f;
+}
+
+IndexFacts loadIndexFacts(const std::string& path) {
+  SnapshotIndex index = SnapshotIndex::load(path);
+  IndexFacts f;
+  f.weightMap = std::move(index.weightMap);
+  f.totalSize = index.totalSize;
+  return f;
+}
+
+}  // namespace k3::verify

@@ -1,0 +1,32 @@
+// verifyContainer: the whole k3-verify run (fast checks, then optionally the
+// --full hash pass and the --source pass) producing one VerifyReport.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "k3/verify/verify_report.h"
+
+namespace k3::verify {
+
+// Shared with a progress printer thread: bytes to hash and hashed so far.
+struct VerifyProgress {
+  std::atomic<uint64_t> total{0};
+  std::atomic<uint64_t> done{0};
+};
+
+struct VerifyOptions {
+  bool full = false;           // SHA-256 of every shard and expert
+  std::string source;          // non-empty: also hash the source's experts
+  size_t threads = 0;          // 0 = all cores
+  size_t blockBytes = size_t{8} << 20;
+  VerifyProgress* progress = nullptr;
+};
+
+// Throws k3::Error only if the run cannot happen (DST unreadable, SRC not a
+// directory); every defect of the container is a Problem in the report.
+VerifyReport verifyContainer(const std::string& dst, const VerifyOptions& opts);
+
+}  // namespace k3::verify

@@ -1,0 +1,87 @@
+#include "k3/verify/verify_report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <tuple>
+
+#include "k3/format/json_text.h"
+#include "k3/io/error.h"
+
+namespace k3::verify {
+
+const char* problemKindName(ProblemKind kind) {
+  switch (kind) {
+    case ProblemKind::Unreadable: return "unreadable";
+    case ProblemKind::Header: return "header";
+    case ProblemKind::Size: return "size";
+    case ProblemKind::Index: return "index";
+    case ProblemKind::Config: return "config";
+    case ProblemKind::Missing: return "missing";
+    case ProblemKind::Unexpected: return "unexpected";
+    case ProblemKind::Dtype: return "dtype";
+    case ProblemKind::Shape: return "shape";
+    case ProblemKind::Sidecar: return "sidecar";
+    case ProblemKind::Layout: return "layout";
+    case ProblemKind::Manifest: return "manifest";
+    case ProblemKind::Hash: return "hash";
+    case ProblemKind::Source: return "source";
+  }
+  return "unknown";
+}
+
+std::string Problem::line() const {
+  std::string s = cat("[", problemKindName(kind), "]");
+  if (!shard.empty()) s += cat(" shard ", shard, ":");
+  if (layer >= 0 && expert >= 0) s += cat(" expert (layer ", layer, ", id ", expert, "):");
+  if (!tensor.empty()) s += cat(" tensor '", tensor, "':");
+  s += " " + what;
+  return s;
+}
+
+void VerifyReport::add(ProblemKind kind, std::string shard, std::string tensor, std::string what,
+                       int layer, int expert) {
+  problems_.push_back(Problem{kind, std::move(shard), std::move(tensor), layer, expert, std::move(what)});
+}
+
+void VerifyReport::merge(std::vector<Problem> more) {
+  for (auto& p : more) problems_.push_back(std::move(p));
+}
+
+void VerifyReport::sort() {
+  std::stable_sort(problems_.begin(), problems_.end(), [](const Problem& a, const Problem& b) {
+    return std::tie(a.shard, a.layer, a.expert, a.tensor, a.what) <
+           std::tie(b.shard, b.layer, b.expert, b.tensor, b.what);
+  });
+}
+
+std::string VerifyReport::text() const {
+  std::string out;
+  for (const auto& p : problems_) out += p.line() + "\n";
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.2f", summary_.seconds);
+  out += cat("k3-verify: ", sound() ? "SOUND" : "PROBLEMS FOUND", " (", summary_.mode, "): ",
+             summary_.shards, " shards, ", summary_.tensors, " tensors, ", summary_.experts,
+             " experts, ", summary_.bytesHashed, " bytes hashed, ", problems_.size(),
+             " problem(s), ", secs, " s\n");
+  return out;
+}
+
+std::string VerifyReport::json() const {
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.3f", summary_.seconds);
+  std::string o = cat("{\"sound\":", sound() ? "true" : "false", ",\"summary\":{\"mode\":",
+                      jsonString(summary_.mode), ",\"shards\":", summary_.shards,
+                      ",\"tensors\":", summary_.tensors, ",\"experts\":", summary_.experts,
+                      ",\"bytes_hashed\":", summary_.bytesHashed, ",\"seconds\":", secs,
+                      ",\"problems\":", problems_.size(), "},\"problems\":[");
+  for (size_t i = 0; i < problems_.size(); ++i) {
+    const Problem& p = problems_[i];
+    if (i) o += ",";
+    o += cat("{\"kind\":", jsonString(problemKindName(p.kind)), ",\"shard\":", jsonString(p.shard),
+             ",\"tensor\":", jsonString(p.tensor), ",\"layer\":", p.layer, ",\"expert\":", p.expert,
+             ",\"what\":", jsonString(p.what), ",\"line\":", jsonString(p.line()), "}");
+  }
+  return o + "]}\n";
+}
+
+}  // namespace k3::verify
