@@ -487,6 +487,9 @@ class Checker:
                 rep.check(x.get("sha256") == h.hexdigest(),
                           f"{tag}: expert {x.get('layer')}/{x.get('id')} sha256 != source bytes' digest")
         files = man.get("files") or []
+        want_files = sorted(fn for fn in EXTRA_FILES if os.path.exists(os.path.join(self.src, fn)))
+        rep.check([x.get("file") for x in files] == want_files,
+                  f"manifest: files {[x.get('file') for x in files]} != copied extra files {want_files}")
         for x in files:
             p = os.path.join(self.dst, x.get("file", ""))
             if rep.check(os.path.isfile(p), f"manifest: listed file {x.get('file')} missing"):

@@ -13,6 +13,7 @@ No C++ tool is used.
 """
 
 import base64
+import hashlib
 import json
 import os
 import shutil
@@ -194,7 +195,7 @@ def write_st(path, items, hole_after=None, metadata=None):
 
 
 def fake_repack(src, dst, bits, mla_bits=None, head_bits=None, swap_experts=False, keep_vision=False,
-                drop_qs=False, hole=False, metadata=None):
+                drop_qs=False, hole=False, metadata=None, manifest=False):
     _, tc = text_cfg(src)
     kda0 = {k - 1 for k in tc["linear_attn_config"]["kda_layers"]}
     width = {"bits": bits, "mla": mla_bits or max(bits, 8), "head": head_bits or max(bits, 8)}
@@ -246,6 +247,54 @@ def fake_repack(src, dst, bits, mla_bits=None, head_bits=None, swap_experts=Fals
         json.dump({"metadata": {"total_size": size}, "weight_map": weight_map}, f)
     for fn in ("config.json", "generation_config.json", "tokenizer_config.json", "tiktoken.model"):
         shutil.copyfile(os.path.join(src, fn), os.path.join(dst, fn))
+    if manifest:
+        write_manifest(src, dst, tc, width)
+
+
+def sha(b):
+    return hashlib.sha256(b).hexdigest()
+
+
+def write_manifest(src, dst, tc, width):
+    """k3-manifest.json as docs/CONTAINER.md describes it (format_version 1)."""
+    with open(os.path.join(src, "config.json"), "rb") as f:
+        cfg_sha = sha(f.read())
+    src_by_num = {int(f[6:11]): f for f in os.listdir(src) if f.endswith(".safetensors")}
+    shards = []
+    for fn in sorted(f for f in os.listdir(dst) if f.endswith(".safetensors")):
+        with open(os.path.join(dst, fn), "rb") as f:
+            raw = f.read()
+        n, _, hdr, _ = read_st(os.path.join(dst, fn))
+        sfn = src_by_num[int(fn[6:11])]
+        with open(os.path.join(src, sfn), "rb") as f:
+            sraw = f.read()
+        sn, _, shdr, sdata = read_st(os.path.join(src, sfn))
+        experts = []
+        for name, ent in hdr.items():
+            if name.endswith(".w1.weight_packed"):
+                p = name[len(PRE):].split(".")
+                base = name[:-len("w1.weight_packed")]
+                parts = [base + w + "." + k for w in ("w1", "w2", "w3") for k in ("weight_packed", "weight_scale")]
+                src_bytes = b"".join(sdata[shdr[x]["data_offsets"][0]:shdr[x]["data_offsets"][1]] for x in parts)
+                experts.append({"layer": int(p[2]), "id": int(p[5]), "offset": 8 + n + ent["data_offsets"][0],
+                                "length": len(src_bytes), "sha256": sha(src_bytes)})
+        experts.sort(key=lambda x: (x["layer"], x["id"]))
+        shards.append({"file": fn, "size": len(raw), "sha256": sha(raw), "data_offset": 8 + n,
+                       "tensors": len(hdr), "source": {"file": sfn, "size": len(sraw),
+                                                       "header_sha256": sha(sraw[:8 + sn])},
+                       "experts": experts})
+    files = []
+    for fn in sorted(("config.json", "generation_config.json", "tokenizer_config.json", "tiktoken.model")):
+        with open(os.path.join(dst, fn), "rb") as f:
+            b = f.read()
+        files.append({"file": fn, "size": len(b), "sha256": sha(b)})
+    man = {"format": "k3-container", "format_version": 1, "tool": "fake-repack", "tool_version": "0",
+           "settings": {"bits": width["bits"], "mla_bits": width["mla"], "head_bits": width["head"]},
+           "source": {"config_sha256": cfg_sha, "prefix": PRE, "num_hidden_layers": tc["num_hidden_layers"],
+                      "num_experts": tc["num_experts"]},
+           "shards": shards, "files": files}
+    with open(os.path.join(dst, "k3-manifest.json"), "w") as f:
+        json.dump(man, f)
 
 
 def run_check(src, dst, *args):
@@ -463,6 +512,36 @@ class SynthSnapshotTest(unittest.TestCase):
         rc, out = run_check(src, good[(4,)], "--bits", "4", "--require-manifest")
         self.assertEqual(rc, 1, out)
         self.assertIn("k3-manifest.json", out)
+
+        with_manifest = os.path.join(self.work, "c4-manifest")
+        fake_repack(src, with_manifest, 4, manifest=True)
+        rc, out = run_check(src, with_manifest, "--bits", "4", "--require-manifest")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("manifest ok", out)
+
+        def edit_manifest(d, change):
+            p = os.path.join(d, "k3-manifest.json")
+            with open(p) as f:
+                man = json.load(f)
+            change(man)
+            with open(p, "w") as f:
+                json.dump(man, f)
+
+        manifest_edits = {
+            "expert digest": (lambda m: m["shards"][1]["experts"][2].update(sha256="0" * 64), "sha256"),
+            "expert offset": (lambda m: m["shards"][1]["experts"][0].update(offset=8), "range"),
+            "settings": (lambda m: m["settings"].update(mla_bits=4), "settings"),
+            "shard size": (lambda m: m["shards"][0].update(size=1), "size"),
+            "file list": (lambda m: m["files"].pop(), "files"),
+        }
+        for what, (change, msg) in manifest_edits.items():
+            with self.subTest(broken_manifest=what):
+                d = os.path.join(self.work, "manifest-" + what.replace(" ", "-"))
+                shutil.copytree(with_manifest, d)
+                edit_manifest(d, change)
+                rc, out = run_check(src, d, "--bits", "4")
+                self.assertEqual(rc, 1, out)
+                self.assertIn(msg, out)
 
         base = good[(4,)]
         _, _, hdr, _ = read_st(os.path.join(base, "model-00002-of-000009.safetensors"))
