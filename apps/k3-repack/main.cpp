@@ -1,0 +1,72 @@
+// k3-repack: converts a Kimi K3 HF snapshot into the k3kit container
+// (docs/CONTAINER.md). Thin CLI over k3::convert::repack().
+#include <CLI/CLI.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <thread>
+
+#include "k3/convert/progress_meter.h"
+#include "k3/convert/repacker.h"
+#include "k3/format/json_text.h"
+#include "k3/io/error.h"
+
+int main(int argc, char** argv) {
+  // Writes past RLIMIT_FSIZE must fail with EFBIG (reported as NoSpace), not kill us.
+  std::signal(SIGXFSZ, SIG_IGN);
+
+  k3::convert::RepackOptions opt;
+  std::string shards;
+  size_t threads = 0;
+  bool json = false;
+  CLI::App app{"k3-repack: convert a Kimi K3 HF snapshot into a k3kit container (resumable)"};
+  app.set_version_flag("--version", std::string("k3-repack ") + K3KIT_VERSION);
+  app.add_option("SRC", opt.src, "source HF snapshot directory")->required();
+  app.add_option("DST", opt.dst, "output container directory")->required();
+  app.add_option("--bits", opt.bits, "bit width of the large matrices: 4, 8 or 16 (16 = keep BF16)")
+      ->check(CLI::IsMember({4, 8, 16}));
+  app.add_option("--mla-bits", opt.mlaBits, "bit width of MLA projections (default max(bits, 8))")
+      ->check(CLI::IsMember({4, 8, 16}));
+  app.add_option("--head-bits", opt.headBits, "bit width of lm_head (default max(bits, 8))")
+      ->check(CLI::IsMember({4, 8, 16}));
+  app.add_option("--shards", shards,
+                 "convert only these source shards (e.g. 1-40,45); finalize later with --finalize");
+  app.add_option("--threads", threads, "quantization threads (default: all cores)");
+  app.add_flag("--json", json, "print a machine-readable summary on stdout");
+  app.add_flag("--dry-run", opt.dryRun, "check the source and show the plan; write nothing");
+  app.add_flag("--finalize", opt.finalizeOnly,
+               "only merge: copy files, rebuild the index, write k3-manifest.json");
+  CLI11_PARSE(app, argc, argv);
+
+  const bool tty = k3::convert::stderrIsTerminal();
+  opt.progress = tty && !opt.dryRun;
+  opt.converter.threads = threads ? threads : std::max(1u, std::thread::hardware_concurrency());
+  if (tty) opt.log = [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); };
+  try {
+    if (!shards.empty()) opt.shards = k3::convert::parseShardList(shards);
+    if (opt.finalizeOnly && !opt.shards.empty())
+      k3::fail(k3::ErrorKind::Usage, "--finalize and --shards are exclusive");
+    k3::convert::RepackSummary sum = k3::convert::repack(opt);
+    if (json) {
+      std::cout << sum.toJson(opt) << "\n";
+    } else if (opt.dryRun) {
+      for (const auto& s : sum.shards)
+        std::printf("%s <- %s  %llu bytes, %llu experts, %llu quantized  %s\n", s.output.c_str(),
+                    s.source.c_str(), static_cast<unsigned long long>(s.size),
+                    static_cast<unsigned long long>(s.experts),
+                    static_cast<unsigned long long>(s.quantized),
+                    s.state == k3::convert::ShardStatus::State::Skipped ? "done" : "to do");
+    }
+    return 0;
+  } catch (const k3::Error& e) {
+    std::fprintf(stderr, "k3-repack: error (%s): %s\n", k3::errorKindName(e.kind()), e.what());
+    if (json)
+      std::cout << "{\"ok\": false, \"error_kind\": \"" << k3::errorKindName(e.kind())
+                << "\", \"error\": " << k3::jsonString(e.what()) << "}\n";
+    return e.kind() == k3::ErrorKind::Usage ? 2 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "k3-repack: error (internal): %s\n", e.what());
+    return 1;
+  }
+}

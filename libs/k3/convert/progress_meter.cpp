@@ -1,0 +1,59 @@
+#include "k3/convert/progress_meter.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace k3::convert {
+
+bool stderrIsTerminal() { return ::isatty(2) == 1; }
+
+ProgressMeter::ProgressMeter(uint64_t totalBytes, bool enabled)
+    : total_(totalBytes), enabled_(enabled), start_(std::chrono::steady_clock::now()), lastDraw_(start_) {}
+
+void ProgressMeter::setLabel(std::string label) {
+  std::lock_guard<std::mutex> lk(mu_);
+  label_ = std::move(label);
+}
+
+double ProgressMeter::seconds() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+void ProgressMeter::add(uint64_t bytes) {
+  done_ += bytes;
+  if (!enabled_) return;
+  auto now = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lk(mu_);
+  if (now - lastDraw_ < std::chrono::milliseconds(200)) return;
+  lastDraw_ = now;
+  draw(false);
+}
+
+void ProgressMeter::finish() {
+  if (!enabled_) return;
+  std::lock_guard<std::mutex> lk(mu_);
+  draw(true);
+}
+
+void ProgressMeter::draw(bool final) {
+  const double secs = seconds();
+  const double gb = static_cast<double>(done_.load()) / 1e9;
+  const double totalGb = static_cast<double>(total_) / 1e9;
+  const double rate = secs > 0 ? gb / secs : 0;
+  const double frac = total_ ? static_cast<double>(done_.load()) / static_cast<double>(total_) : 1.0;
+  char bar[31];
+  const int fill = static_cast<int>(frac * 30);
+  for (int i = 0; i < 30; ++i) bar[i] = i < fill ? '#' : '.';
+  bar[30] = 0;
+  char eta[32] = "--";
+  if (rate > 0 && !final) {
+    const long s = static_cast<long>((totalGb - gb) / rate);
+    std::snprintf(eta, sizeof eta, "%ld:%02ld", s / 60, s % 60);
+  }
+  std::fprintf(stderr, "\r[%s] %5.1f%% %7.2f/%.2f GB %5.2f GB/s ETA %s %-40.40s%s", bar, frac * 100,
+               gb, totalGb, rate, eta, label_.c_str(), final ? "\n" : "");
+  std::fflush(stderr);
+}
+
+}  // namespace k3::convert

@@ -1,0 +1,339 @@
+#include "k3/convert/repacker.h"
+
+#include <dirent.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <set>
+#include <unordered_set>
+
+#include "k3/format/durable_file.h"
+#include "k3/format/expert_manifest.h"
+#include "k3/format/json_text.h"
+#include "k3/format/sha256.h"
+#include "k3/format/snapshot.h"
+#include "k3/format/tensor_inventory.h"
+#include "k3/io/error.h"
+
+#ifndef K3KIT_VERSION
+#define K3KIT_VERSION "0.0.0"
+#endif
+
+namespace k3::convert {
+namespace {
+
+// Extra files copied from the source when present (issue 2: tiktoken.model
+// and tokenizer_config.json too, unlike the peer).
+constexpr const char* kExtraFiles[] = {"config.json", "generation_config.json", "tiktoken.model",
+                                       "tokenizer.json", "tokenizer_config.json"};
+
+bool exists(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0;
+}
+
+uint64_t fileSize(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
+void makeDir(const std::string& p) {
+  if (::mkdir(p.c_str(), 0755) != 0 && errno != EEXIST) failErrno(errno, p, "cannot create directory");
+}
+
+std::vector<std::string> listDir(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return out;
+  while (dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") out.push_back(n);
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string realPath(const std::string& p) {
+  char buf[PATH_MAX];
+  return ::realpath(p.c_str(), buf) ? std::string(buf) : p;
+}
+
+std::string partsDir(const std::string& dst) { return dst + "/" + ExpertManifest::kPartsDir; }
+std::string fragmentPath(const std::string& dst, const std::string& shard) {
+  return partsDir(dst) + "/" + shard + ".json";
+}
+
+ExpertManifest runIdentity(const Snapshot& snap, const BitSettings& b) {
+  ExpertManifest m;
+  m.toolVersion = K3KIT_VERSION;
+  m.settings = {b.bits, b.mlaBits, b.headBits};
+  m.configSha256 = snap.configSha256();
+  m.prefix = snap.prefix();
+  m.numLayers = snap.config().numLayers;
+  m.numExperts = snap.config().numExperts;
+  m.expertBytes = expertBytes(snap.config());
+  return m;
+}
+
+// True when the output shard and its fragment are complete and match this run.
+// Refuses (SourceChanged / Mismatch) rather than mixing two conversions.
+bool shardDone(const ShardPlan& plan, const ExpertManifest& run, const std::string& dst,
+               ManifestShard* out) {
+  const std::string frag = fragmentPath(dst, plan.outputFile);
+  const std::string shard = dst + "/" + plan.outputFile;
+  if (!exists(frag)) return false;
+  ExpertManifest m;
+  try {
+    m = ExpertManifest::load(frag);
+  } catch (const Error&) {
+    return false;  // unreadable fragment: redo the shard, the rerun rewrites it
+  }
+  if (m.shards.size() != 1 || m.shards[0].file != plan.outputFile) return false;
+  if (m.configSha256 != run.configSha256)
+    fail(ErrorKind::SourceChanged, frag, ": ", plan.outputFile,
+         " was converted from a different config.json (sha256 ", m.configSha256.substr(0, 12),
+         "…); the source changed since — use a fresh DST");
+  if (!m.sameRun(run))
+    fail(ErrorKind::Mismatch, frag, ": ", plan.outputFile, " was converted with other settings (bits ",
+         m.settings.bits, ", mla-bits ", m.settings.mlaBits, ", head-bits ", m.settings.headBits,
+         ", tool ", m.toolVersion, "); rerun with those settings or use a fresh DST");
+  const ManifestShard& s = m.shards[0];
+  const SourceShard& src = *plan.source;
+  if (s.source.file != src.file || s.source.size != src.size ||
+      s.source.headerSha256 != src.headerSha256)
+    fail(ErrorKind::SourceChanged, src.path, ": source shard changed since ", plan.outputFile,
+         " was converted (size ", s.source.size, " -> ", src.size, ", header sha256 ",
+         s.source.headerSha256.substr(0, 12), "… -> ", src.headerSha256.substr(0, 12),
+         "…); refusing to mix sources");
+  if (!exists(shard) || fileSize(shard) != plan.fileSize || s.size != plan.fileSize) return false;
+  // Cheap content check: the header bytes must be the planned ones.
+  std::string head(plan.header.size(), '\0');
+  FILE* f = std::fopen(shard.c_str(), "rb");
+  if (!f) return false;
+  const size_t got = std::fread(head.data(), 1, head.size(), f);
+  std::fclose(f);
+  if (got != head.size() || head != plan.header) return false;
+  if (out) *out = s;
+  return true;
+}
+
+// Spec §5.7: rebuild the index from the finished shards in DST.
+void rebuildIndex(const std::string& dst, int total) {
+  const std::string suffix = cat("-of-", Snapshot::shardName(1, total).substr(15));
+  std::vector<std::string> files;
+  for (const std::string& n : listDir(dst))
+    if (n.rfind("model-", 0) == 0 && n.size() > suffix.size() &&
+        n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0)
+      files.push_back(n);
+  if (files.empty()) return;
+  SnapshotIndex idx;
+  uint64_t sum = 0;
+  std::unordered_set<std::string> seen;
+  for (const std::string& n : files) {
+    SafetensorsFile f = SafetensorsFile::open(dst + "/" + n, SafetensorsFile::Access::HeaderOnly);
+    for (const TensorInfo& t : f.tensors()) {
+      if (!seen.insert(t.name).second)
+        fail(ErrorKind::Duplicate, dst, "/", n, ": tensor '", t.name,
+             "' already appears in an earlier shard; index left unchanged");
+      idx.weightMap.emplace_back(t.name, n);
+      sum += t.nbytes();
+    }
+  }
+  idx.totalSize = sum;
+  idx.save(dst + "/" + Snapshot::kIndexName);
+}
+
+void removeStaleTemps(const std::string& dir) {
+  for (const std::string& n : listDir(dir)) {
+    const bool tmp = (n.size() > 4 && n.compare(n.size() - 4, 4, ".tmp") == 0) ||
+                     n.find(".tmp-") != std::string::npos;
+    if (tmp) ::unlink((dir + "/" + n).c_str());
+  }
+}
+
+void finalize(const Snapshot& snap, const std::vector<ShardPlan>& plans, const ExpertManifest& run,
+              const std::string& dst) {
+  ExpertManifest m = run;
+  for (const ShardPlan& p : plans) {
+    ManifestShard s;
+    if (!shardDone(p, run, dst, &s))
+      fail(ErrorKind::Missing, dst, "/", p.outputFile, ": shard ", p.source->number,
+           " is not converted yet; run k3-repack without --finalize (or with --shards ",
+           p.source->number, ") first");
+    m.shards.push_back(std::move(s));
+  }
+  std::sort(m.shards.begin(), m.shards.end(),
+            [](const ManifestShard& a, const ManifestShard& b) { return a.file < b.file; });
+  for (const char* name : kExtraFiles) {
+    const std::string from = snap.dir() + "/" + name;
+    if (!exists(from)) continue;
+    const std::string bytes = readWholeFile(from);
+    writeFileAtomic(dst + "/" + name, bytes);
+    m.files.push_back({name, bytes.size(), Sha256::hexOf(bytes.data(), bytes.size())});
+  }
+  std::sort(m.files.begin(), m.files.end(),
+            [](const ManifestFile& a, const ManifestFile& b) { return a.file < b.file; });
+  rebuildIndex(dst, snap.outputShardTotal());
+  removeStaleTemps(dst);
+  removeStaleTemps(partsDir(dst));
+  m.save(dst + "/" + ExpertManifest::kFileName);  // last: its presence means complete
+}
+
+uint64_t peakRssBytes() {
+  rusage ru {};
+  ::getrusage(RUSAGE_SELF, &ru);
+  return static_cast<uint64_t>(ru.ru_maxrss) * 1024;
+}
+
+}  // namespace
+
+std::vector<int> parseShardList(const std::string& list) {
+  std::set<int> out;
+  size_t i = 0;
+  auto number = [&](void) -> int {
+    size_t start = i;
+    long v = 0;
+    while (i < list.size() && list[i] >= '0' && list[i] <= '9' && v < 1000000) v = v * 10 + (list[i++] - '0');
+    if (i == start || v <= 0 || v >= 1000000)
+      fail(ErrorKind::Usage, "--shards '", list, "': expected numbers like 1,3,5-9");
+    return static_cast<int>(v);
+  };
+  while (i < list.size()) {
+    int a = number(), b = a;
+    if (i < list.size() && list[i] == '-') {
+      ++i;
+      b = number();
+    }
+    if (b < a) fail(ErrorKind::Usage, "--shards '", list, "': range ", a, "-", b, " is reversed");
+    for (int k = a; k <= b; ++k)
+      if (!out.insert(k).second) fail(ErrorKind::Usage, "--shards '", list, "': shard ", k, " listed twice");
+    if (i < list.size()) {
+      if (list[i] != ',') fail(ErrorKind::Usage, "--shards '", list, "': unexpected '", list[i], "'");
+      ++i;
+    }
+  }
+  if (out.empty()) fail(ErrorKind::Usage, "--shards is empty");
+  return {out.begin(), out.end()};
+}
+
+RepackSummary repack(const RepackOptions& opt) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto log = [&](const std::string& s) {
+    if (opt.log) opt.log(s);
+  };
+  RepackSummary sum;
+  sum.bits = BitSettings::resolve(opt.bits, opt.mlaBits, opt.headBits);
+  if (opt.src.empty() || opt.dst.empty()) fail(ErrorKind::Usage, "SRC and DST are required");
+  if (exists(opt.dst) && realPath(opt.src) == realPath(opt.dst))
+    fail(ErrorKind::Usage, opt.dst, ": DST must differ from SRC");
+
+  const Snapshot snap = Snapshot::open(opt.src);
+  const ExpertManifest run = runIdentity(snap, sum.bits);
+  std::vector<ShardPlan> plans;
+  for (const SourceShard* sh : snap.textShards()) plans.push_back(planShard(snap, *sh, sum.bits));
+  sum.textShards = static_cast<int>(plans.size());
+
+  std::vector<const ShardPlan*> selected;
+  if (opt.shards.empty()) {
+    for (const ShardPlan& p : plans) selected.push_back(&p);
+  } else {
+    for (int n : opt.shards) {
+      auto it = std::find_if(plans.begin(), plans.end(),
+                             [&](const ShardPlan& p) { return p.source->number == n; });
+      if (it == plans.end()) {
+        const SourceShard* sh = snap.shardByNumber(n);
+        fail(ErrorKind::Usage, "--shards: source shard ", n,
+             sh ? " holds only vision tensors (dropped)" : " does not exist in the snapshot");
+      }
+      selected.push_back(&*it);
+    }
+  }
+  if (opt.finalizeOnly) selected.clear();
+
+  // Decide what is left to do (this also refuses changed sources).
+  std::vector<const ShardPlan*> todo;
+  for (const ShardPlan* p : selected) {
+    ShardStatus st{p->outputFile, p->source->file, p->fileSize, p->experts.size(), p->quantizedTensors};
+    const bool done = exists(opt.dst) && shardDone(*p, run, opt.dst, nullptr);
+    st.state = done ? ShardStatus::State::Skipped : ShardStatus::State::Planned;
+    if (!done) todo.push_back(p);
+    sum.shards.push_back(st);
+  }
+  if (opt.dryRun) {
+    sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return sum;
+  }
+
+  makeDir(opt.dst);
+  makeDir(partsDir(opt.dst));
+  uint64_t total = 0;
+  for (const ShardPlan* p : todo) total += p->sourceBytes;
+  ProgressMeter progress(total, opt.progress);
+  if (!todo.empty()) {
+    ShardConverter conv(opt.converter);
+    for (const ShardPlan* p : todo) {
+      progress.setLabel(p->outputFile);
+      ManifestShard ms = conv.convert(*p, opt.dst, progress);
+      ExpertManifest frag = run;
+      frag.shards.push_back(std::move(ms));
+      frag.save(fragmentPath(opt.dst, p->outputFile));
+      sum.bytesRead += p->sourceBytes;
+      sum.bytesWritten += p->fileSize;
+      for (ShardStatus& st : sum.shards)
+        if (st.output == p->outputFile) st.state = ShardStatus::State::Converted;
+    }
+    progress.finish();
+  }
+  if (opt.shards.empty() || opt.finalizeOnly) {
+    finalize(snap, plans, run, opt.dst);
+    sum.finalized = true;
+    log(cat("k3-repack: container complete: ", opt.dst, "/", ExpertManifest::kFileName));
+  } else {
+    rebuildIndex(opt.dst, snap.outputShardTotal());
+  }
+  sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return sum;
+}
+
+std::string RepackSummary::toJson(const RepackOptions& opt) const {
+  std::string o = "{\"ok\": true, \"src\": ";
+  appendJsonString(o, opt.src);
+  o += ", \"dst\": ";
+  appendJsonString(o, opt.dst);
+  int converted = 0, skipped = 0, planned = 0;
+  for (const ShardStatus& s : shards) {
+    converted += s.state == ShardStatus::State::Converted;
+    skipped += s.state == ShardStatus::State::Skipped;
+    planned += s.state == ShardStatus::State::Planned;
+  }
+  o += cat(", \"bits\": ", bits.bits, ", \"mla_bits\": ", bits.mlaBits, ", \"head_bits\": ", bits.headBits,
+           ", \"dry_run\": ", opt.dryRun ? "true" : "false", ", \"text_shards\": ", textShards,
+           ", \"converted\": ", converted, ", \"skipped\": ", skipped, ", \"planned\": ", planned,
+           ", \"finalized\": ", finalized ? "true" : "false", ", \"bytes_read\": ", bytesRead,
+           ", \"bytes_written\": ", bytesWritten, ", \"seconds\": ", seconds,
+           ", \"gb_per_s\": ", seconds > 0 ? static_cast<double>(bytesRead) / 1e9 / seconds : 0.0,
+           ", \"peak_rss_bytes\": ", peakRssBytes(), ", \"shards\": [");
+  for (size_t i = 0; i < shards.size(); ++i) {
+    const ShardStatus& s = shards[i];
+    const char* state = s.state == ShardStatus::State::Converted ? "converted"
+                        : s.state == ShardStatus::State::Skipped ? "skipped"
+                                                                 : "planned";
+    o += i ? ", {" : "{";
+    o += "\"file\": ";
+    appendJsonString(o, s.output);
+    o += ", \"source\": ";
+    appendJsonString(o, s.source);
+    o += cat(", \"size\": ", s.size, ", \"experts\": ", s.experts, ", \"quantized\": ", s.quantized,
+             ", \"state\": \"", state, "\"}");
+  }
+  o += "]}";
+  return o;
+}
+
+}  // namespace k3::convert

@@ -1,0 +1,59 @@
+// Repacker: the k3-repack conversion (docs/CONTAINER.md). Opens and checks
+// the source snapshot, converts each text shard that is not already done
+// (resume = shard file + matching fragment), then finalizes: copies the
+// config/tokenizer/generation files, rebuilds the index (spec §5.7) and
+// merges the fragments into k3-manifest.json, written last.
+// A killed run leaves only complete files under final names; a rerun with
+// the same settings finishes byte-identical to an uninterrupted run.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "k3/convert/shard_converter.h"
+#include "k3/convert/shard_plan.h"
+
+namespace k3::convert {
+
+struct RepackOptions {
+  std::string src, dst;
+  int bits = 8;
+  int mlaBits = 0;   // 0 = default max(bits, 8)
+  int headBits = 0;  // 0 = default max(bits, 8)
+  std::vector<int> shards;  // source shard numbers; empty = all (and finalize)
+  bool finalizeOnly = false;
+  bool dryRun = false;
+  bool progress = false;     // draw the bar (the CLI passes isatty(stderr))
+  ConverterOptions converter;
+  std::function<void(const std::string&)> log;  // human messages (may be empty)
+};
+
+struct ShardStatus {
+  std::string output;
+  std::string source;
+  uint64_t size = 0;
+  uint64_t experts = 0;
+  uint64_t quantized = 0;
+  enum class State { Converted, Skipped, Planned } state = State::Planned;
+};
+
+struct RepackSummary {
+  std::vector<ShardStatus> shards;
+  uint64_t bytesRead = 0;
+  uint64_t bytesWritten = 0;
+  double seconds = 0;
+  bool finalized = false;
+  BitSettings bits;
+  int textShards = 0;
+  std::string toJson(const RepackOptions& opt) const;
+};
+
+// Parses "1,3,5-9" into sorted shard numbers; throws Usage on bad syntax or
+// repeated numbers.
+std::vector<int> parseShardList(const std::string& list);
+
+RepackSummary repack(const RepackOptions& options);
+
+}  // namespace k3::convert

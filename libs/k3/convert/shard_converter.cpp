@@ -1,0 +1,169 @@
+#include "k3/convert/shard_converter.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "k3/format/sha256.h"
+#include "k3/io/error.h"
+#include "k3/quant/bf16.h"
+#include "k3/quant/quantize.h"
+
+namespace k3::convert {
+namespace {
+
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+void preadExact(int fd, void* buf, size_t len, uint64_t offset, const std::string& path) {
+  auto* p = static_cast<uint8_t*>(buf);
+  while (len > 0) {
+    ssize_t n = ::pread(fd, p, len, static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      failErrno(errno, path, "read failed");
+    }
+    if (n == 0)
+      fail(ErrorKind::SourceChanged, path, ": unexpected end of file at byte ", offset,
+           " (the source shard shrank while being read)");
+    p += n;
+    len -= static_cast<size_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+}
+
+// Hashes each expert's byte range as the writer pipeline streams the file.
+class ExpertHasher {
+ public:
+  explicit ExpertHasher(const std::vector<PlannedExpert>& experts)
+      : experts_(experts), digests_(experts.size()) {}
+
+  void consume(uint64_t offset, const uint8_t* data, size_t len) {
+    const uint64_t end = offset + len;
+    while (next_ < experts_.size()) {
+      const PlannedExpert& e = experts_[next_];
+      if (e.offset >= end) break;  // starts in a later chunk
+      const uint64_t lo = std::max(offset, e.offset), hi = std::min(end, e.offset + e.length);
+      if (lo < hi) sha_.update(data + (lo - offset), hi - lo);
+      if (e.offset + e.length > end) break;  // continues in the next chunk
+      digests_[next_++] = sha_.finishHex();
+      sha_.reset();
+    }
+  }
+  bool complete() const { return next_ == experts_.size(); }
+  const std::vector<std::string>& digests() const { return digests_; }
+
+ private:
+  const std::vector<PlannedExpert>& experts_;
+  std::vector<std::string> digests_;
+  size_t next_ = 0;
+  Sha256 sha_;
+};
+
+}  // namespace
+
+ShardConverter::ShardConverter(ConverterOptions options)
+    : opt_(options), pool_(options.chunkBytes, options.chunkCount), threads_(options.threads) {
+  rowF32_.resize(threads_.size());
+}
+
+ShardConverter::~ShardConverter() = default;
+
+ManifestShard ShardConverter::convert(const ShardPlan& plan, const std::string& dstDir,
+                                      ProgressMeter& progress) {
+  const SourceShard& src = *plan.source;
+  Fd in{::open(src.path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (in.fd < 0) failErrno(errno, src.path, "cannot open");
+  ::posix_fadvise(in.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+
+  ExpertHasher hasher(plan.experts);
+  SafetensorsWriter::Options wo;
+  wo.directIo = opt_.directIo;
+  wo.ioThreads = opt_.ioThreads;
+  wo.pool = &pool_;
+  wo.observer = [&hasher](uint64_t off, const uint8_t* p, size_t n) { hasher.consume(off, p, n); };
+  std::vector<TensorSpec> tensors = plan.tensors;
+  SafetensorsWriter w(dstDir + "/" + plan.outputFile, std::move(tensors), wo);
+  if (w.fileSize() != plan.fileSize || w.headerSize() != plan.header.size())
+    fail(ErrorKind::Internal, plan.outputFile, ": writer layout disagrees with the plan");
+
+  constexpr uint64_t kAhead = uint64_t{32} << 20;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const PlanStep& step = plan.steps[i];
+    if (i + 1 < plan.steps.size())  // let the kernel fetch the next span meanwhile
+      ::posix_fadvise(in.fd, static_cast<off_t>(plan.steps[i + 1].srcOffset),
+                      static_cast<off_t>(std::min(plan.steps[i + 1].srcBytes, kAhead)),
+                      POSIX_FADV_WILLNEED);
+    if (step.kind != PlanStep::Kind::Copy) {
+      quantize(step, in.fd, src.path, w, progress);
+      continue;
+    }
+    uint64_t off = step.srcOffset, left = step.srcBytes;
+    while (left > 0) {
+      auto span = w.reserve(static_cast<size_t>(std::min<uint64_t>(left, SIZE_MAX)));
+      preadExact(in.fd, span.data(), span.size(), off, src.path);
+      w.commit(span.size());
+      off += span.size();
+      left -= span.size();
+      progress.add(span.size());
+    }
+  }
+  w.finish();
+  if (!hasher.complete())
+    fail(ErrorKind::Internal, plan.outputFile, ": expert hashing did not cover every expert");
+
+  ManifestShard m;
+  m.file = plan.outputFile;
+  m.size = plan.fileSize;
+  m.sha256 = w.sha256Hex();
+  m.dataOffset = plan.header.size();
+  m.tensors = plan.tensors.size();
+  m.source = {src.file, src.size, src.headerSha256};
+  for (size_t i = 0; i < plan.experts.size(); ++i) {
+    const PlannedExpert& e = plan.experts[i];
+    m.experts.push_back({e.layer, e.id, e.offset, e.length, hasher.digests()[i]});
+  }
+  return m;
+}
+
+void ShardConverter::quantize(const PlanStep& step, int fd, const std::string& srcPath,
+                              SafetensorsWriter& w, ProgressMeter& progress) {
+  const size_t rows = static_cast<size_t>(step.rows), cols = static_cast<size_t>(step.cols);
+  const bool int4 = step.kind == PlanStep::Kind::QuantInt4;
+  const size_t qRow = int4 ? cols / 2 : cols;
+  const size_t sRow = int4 ? cols / 64 : 1;
+  const size_t block = std::max<size_t>(1, std::min(rows, opt_.rowBlockBytes / (cols * 2)));
+  if (bf16_.size() < block * cols) bf16_.resize(block * cols);
+  if (qbuf_.size() < block * qRow) qbuf_.resize(block * qRow);
+  scales_.assign(rows * sRow, 0.0f);
+
+  for (size_t r0 = 0; r0 < rows; r0 += block) {
+    const size_t nr = std::min(block, rows - r0);
+    preadExact(fd, bf16_.data(), nr * cols * 2, step.srcOffset + r0 * cols * 2, srcPath);
+    threads_.run([&](size_t tid, size_t nt) {
+      std::vector<float>& f = rowF32_[tid];
+      if (f.size() < cols) f.resize(cols);
+      const size_t lo = nr * tid / nt, hi = nr * (tid + 1) / nt;
+      for (size_t r = lo; r < hi; ++r) {
+        quant::bf16ToF32(bf16_.data() + r * cols, f.data(), cols);
+        float* s = scales_.data() + (r0 + r) * sRow;
+        if (int4)
+          quant::quantizeInt4G64(f.data(), 1, cols, qbuf_.data() + r * qRow, s);
+        else
+          quant::quantizeInt8Rows(f.data(), 1, cols, reinterpret_cast<int8_t*>(qbuf_.data() + r * qRow), s);
+      }
+    });
+    w.write(qbuf_.data(), nr * qRow);
+    progress.add(nr * cols * 2);
+  }
+  w.write(scales_.data(), scales_.size() * sizeof(float));  // little-endian f32 sidecar
+}
+
+}  // namespace k3::convert

@@ -1,0 +1,56 @@
+// ShardConverter: streams one output shard from its source shard following a
+// ShardPlan. The producer (calling thread) reads the source with large
+// sequential preads straight into the writer's aligned chunks (or into a
+// row-block buffer that the thread pool quantizes); the writer pipeline
+// hashes (whole file + each expert's bytes) and writes with O_DIRECT from its
+// own threads, so reading, quantizing, hashing and writing overlap.
+// Memory is fixed at construction (see docs/CONTAINER.md, "Resource bounds").
+// Thread-compatible: one shard at a time per converter.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "k3/convert/progress_meter.h"
+#include "k3/convert/shard_plan.h"
+#include "k3/format/expert_manifest.h"
+#include "k3/format/safetensors_writer.h"
+#include "k3/io/thread_pool.h"
+
+namespace k3::convert {
+
+struct ConverterOptions {
+  size_t threads = 0;          // quantization threads (0 = all cores)
+  size_t ioThreads = 2;        // concurrent O_DIRECT writes
+  bool directIo = true;
+  size_t chunkBytes = size_t{8} << 20;
+  size_t chunkCount = 8;
+  size_t rowBlockBytes = size_t{16} << 20;  // BF16 source bytes per quantization block
+};
+
+class ShardConverter {
+ public:
+  explicit ShardConverter(ConverterOptions options);
+  ~ShardConverter();
+
+  // Writes dstDir/plan.outputFile atomically (temp file, fsync, rename) and
+  // returns its manifest entry. On any error the temp file is removed and
+  // nothing is published. Throws k3::Error (NoSpace when the disk is full).
+  ManifestShard convert(const ShardPlan& plan, const std::string& dstDir, ProgressMeter& progress);
+
+ private:
+  void quantize(const PlanStep& step, int fd, const std::string& srcPath, SafetensorsWriter& w,
+                ProgressMeter& progress);
+
+  ConverterOptions opt_;
+  WriteBufferPool pool_;
+  ThreadPool threads_;
+  std::vector<uint16_t> bf16_;             // one row block of source
+  std::vector<uint8_t> qbuf_;              // its quantized rows
+  std::vector<std::vector<float>> rowF32_; // per-thread f32 row
+  std::vector<float> scales_;              // sidecar of the current tensor
+};
+
+}  // namespace k3::convert

@@ -1,0 +1,142 @@
+#include "k3/convert/shard_plan.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "k3/format/tensor_inventory.h"
+#include "k3/io/error.h"
+
+namespace k3::convert {
+
+BitSettings BitSettings::resolve(int bits, int mlaBits, int headBits) {
+  auto check = [](int v, const char* flag) {
+    if (v != 4 && v != 8 && v != 16)
+      fail(ErrorKind::Usage, "--", flag, " ", v, ": expected 4, 8 or 16");
+  };
+  check(bits, "bits");
+  BitSettings s;
+  s.bits = bits;
+  s.mlaBits = mlaBits ? mlaBits : std::max(bits, 8);
+  s.headBits = headBits ? headBits : std::max(bits, 8);
+  check(s.mlaBits, "mla-bits");
+  check(s.headBits, "head-bits");
+  return s;
+}
+
+namespace {
+
+int bitsFor(TensorClass c, const BitSettings& b) {
+  switch (c) {
+    case TensorClass::Bits: return b.bits;
+    case TensorClass::Mla: return b.mlaBits;
+    case TensorClass::Head: return b.headBits;
+    default: return 16;
+  }
+}
+
+}  // namespace
+
+ShardPlan planShard(const Snapshot& snap, const SourceShard& shard, const BitSettings& bits) {
+  const ModelConfig& cfg = snap.config();
+  ShardPlan plan;
+  plan.source = &shard;
+  plan.outputFile = snap.outputShardName(shard.number);
+  const uint64_t base = shard.st.dataOffset();
+
+  struct Expert {
+    ExpertName name;
+    const TensorInfo* t;
+  };
+  std::vector<const TensorInfo*> dense;
+  std::vector<Expert> experts;
+  for (size_t i : shard.st.header().offsetOrder()) {
+    const TensorInfo& t = shard.st.tensors()[i];
+    const TensorClass cls = classifyTensor(t.name, cfg);
+    if (cls == TensorClass::Skip) continue;
+    if (cls == TensorClass::Expert) {
+      ExpertName en;
+      if (!parseExpertName(t.name, en))
+        fail(ErrorKind::Format, shard.path, ": tensor '", t.name, "' is not a valid expert name");
+      experts.push_back({en, &t});
+      continue;
+    }
+    dense.push_back(&t);
+  }
+
+  auto addCopy = [&](const TensorInfo& t) {
+    plan.tensors.push_back({t.name, t.dtype, t.shape});
+    const uint64_t off = base + t.begin;
+    if (!plan.steps.empty() && plan.steps.back().kind == PlanStep::Kind::Copy &&
+        plan.steps.back().srcOffset + plan.steps.back().srcBytes == off) {
+      plan.steps.back().srcBytes += t.nbytes();  // one read for back-to-back tensors
+    } else {
+      plan.steps.push_back({PlanStep::Kind::Copy, off, t.nbytes(), 0, 0, t.name});
+    }
+  };
+
+  // 1. Non-expert tensors in ascending source offset order.
+  for (const TensorInfo* t : dense) {
+    const TensorClass cls = classifyTensor(t->name, cfg);
+    const int b = bitsFor(cls, bits);
+    if (b >= 16) {
+      addCopy(*t);
+      continue;
+    }
+    if (t->dtype != Dtype::BF16 || t->shape.size() != 2)
+      fail(ErrorKind::Unsupported, shard.path, ": tensor '", t->name, "' (class ",
+           tensorClassName(cls), ") must be a 2-D BF16 matrix to be quantized, found ",
+           dtypeName(t->dtype), " of rank ", t->shape.size());
+    const uint64_t O = t->shape[0], I = t->shape[1];
+    const bool int4 = b <= 4 && I % 64 == 0;
+    if (int4) {
+      plan.tensors.push_back({t->name, Dtype::U8, {O, I / 2}});
+      plan.tensors.push_back({t->name + ".qs", Dtype::F32, {O, I / 64}});
+    } else {
+      plan.tensors.push_back({t->name, Dtype::U8, {O, I}});
+      plan.tensors.push_back({t->name + ".qs", Dtype::F32, {O}});
+    }
+    plan.steps.push_back({int4 ? PlanStep::Kind::QuantInt4 : PlanStep::Kind::QuantInt8,
+                          base + t->begin, t->nbytes(), O, I, t->name});
+    ++plan.quantizedTensors;
+  }
+
+  // 2. Experts by (layer, id, part): six back-to-back tensors per expert.
+  std::sort(experts.begin(), experts.end(), [](const Expert& a, const Expert& b) {
+    return std::tie(a.name.layer, a.name.expert, a.name.part) <
+           std::tie(b.name.layer, b.name.expert, b.name.part);
+  });
+  for (size_t i = 0; i < experts.size(); i += kExpertParts) {
+    const ExpertName& head = experts[i].name;
+    for (int p = 0; p < kExpertParts; ++p) {
+      if (i + static_cast<size_t>(p) >= experts.size() ||
+          experts[i + static_cast<size_t>(p)].name.layer != head.layer ||
+          experts[i + static_cast<size_t>(p)].name.expert != head.expert ||
+          experts[i + static_cast<size_t>(p)].name.part != static_cast<ExpertPart>(p))
+        fail(ErrorKind::Missing, shard.path, ": expert (layer ", head.layer, ", id ", head.expert,
+             ") does not have its six tensors in this shard");
+    }
+    PlannedExpert pe{head.layer, head.expert, 0, 0};
+    const size_t first = plan.tensors.size();
+    for (int p = 0; p < kExpertParts; ++p) {
+      const TensorInfo& t = *experts[i + static_cast<size_t>(p)].t;
+      addCopy(t);
+      pe.length += t.nbytes();
+    }
+    pe.offset = first;  // tensor index for now; turned into a file offset below
+    plan.experts.push_back(pe);
+  }
+
+  plan.header = SafetensorsWriter::encodeHeader(plan.tensors);
+  std::vector<uint64_t> offsets;
+  uint64_t off = plan.header.size();
+  for (const TensorSpec& t : plan.tensors) {
+    offsets.push_back(off);
+    off += t.nbytes();
+  }
+  plan.fileSize = off;
+  for (PlannedExpert& e : plan.experts) e.offset = offsets[e.offset];
+  for (const PlanStep& s : plan.steps) plan.sourceBytes += s.srcBytes;
+  return plan;
+}
+
+}  // namespace k3::convert

@@ -1,0 +1,57 @@
+// ShardPlan: what one output shard holds and where each byte comes from
+// (spec §5.1–5.6 with `--bits 16` = keep BF16). Built from the validated
+// source header alone, so the output header, every output offset and the
+// file size are known before any data is read.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "k3/format/safetensors_writer.h"
+#include "k3/format/snapshot.h"
+
+namespace k3::convert {
+
+// Effective bit widths per class: 4 -> int4-g64 (int8 if I % 64 != 0),
+// 5..15 -> int8 per row, >= 16 -> BF16 kept (pass).
+struct BitSettings {
+  int bits = 8;
+  int mlaBits = 8;
+  int headBits = 8;
+  // Spec §5.2 defaults: mla/head = max(bits, 8) unless given (0 = not given).
+  static BitSettings resolve(int bits, int mlaBits, int headBits);
+};
+
+// One step of the output stream, in output order.
+struct PlanStep {
+  enum class Kind { Copy, QuantInt8, QuantInt4 };
+  Kind kind = Kind::Copy;
+  uint64_t srcOffset = 0;  // absolute offset in the source shard
+  uint64_t srcBytes = 0;
+  uint64_t rows = 0, cols = 0;  // quant steps: BF16 [rows, cols]
+  std::string tensor;           // for messages (first tensor of a merged copy)
+};
+
+struct PlannedExpert {
+  int layer = 0;
+  int id = 0;
+  uint64_t offset = 0;  // absolute in the output shard
+  uint64_t length = 0;
+};
+
+struct ShardPlan {
+  const SourceShard* source = nullptr;
+  std::string outputFile;  // basename
+  std::vector<TensorSpec> tensors;  // output header order
+  std::vector<PlanStep> steps;      // source reads/transforms, in output order
+  std::vector<PlannedExpert> experts;  // sorted by (layer, id)
+  std::string header;   // encoded output header (8 + N bytes)
+  uint64_t fileSize = 0;
+  uint64_t sourceBytes = 0;   // bytes read from the source
+  uint64_t quantizedTensors = 0;
+};
+
+ShardPlan planShard(const Snapshot& snap, const SourceShard& shard, const BitSettings& bits);
+
+}  // namespace k3::convert

@@ -1,0 +1,68 @@
+// Snapshot: an HF K3 snapshot directory opened and cross-checked: config.json
+// (ModelConfig), model.safetensors.index.json, every shard header (validated,
+// not mapped), the optional `language_model.` prefix (spec §2.1), text vs
+// vision shards, and the config ↔ tensors agreement (every implied tensor
+// present with the right size, every routed expert's six MXFP4 parts present
+// as U8 with the exact shapes). Errors are one line naming file and tensor.
+// Immutable after open(); thread-safe for reads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "k3/format/model_config.h"
+#include "k3/format/safetensors_file.h"
+#include "k3/format/snapshot_index.h"
+
+namespace k3 {
+
+struct SourceShard {
+  std::string file;          // basename, e.g. model-00002-of-000096.safetensors
+  std::string path;
+  int number = 0;            // NNNNN of the name (1-based)
+  uint64_t size = 0;
+  std::string headerSha256;  // SHA-256 of the first 8+N bytes
+  bool hasText = false;      // holds at least one tensor that is not vision
+  SafetensorsFile st;        // header only (validated)
+};
+
+class Snapshot {
+ public:
+  static constexpr const char* kIndexName = "model.safetensors.index.json";
+
+  // Throws Missing / Format / Duplicate / Config naming the offending file.
+  static Snapshot open(const std::string& dir);
+
+  const std::string& dir() const { return dir_; }
+  const ModelConfig& config() const { return config_; }
+  const std::string& configText() const { return configText_; }
+  const std::string& configSha256() const { return configSha256_; }
+  const std::string& prefix() const { return prefix_; }  // "" or "language_model."
+  const SnapshotIndex& index() const { return index_; }
+  const std::vector<SourceShard>& shards() const { return shards_; }  // by number
+  // Shards that produce an output shard (hold text tensors).
+  std::vector<const SourceShard*> textShards() const;
+  const SourceShard* shardByNumber(int number) const;
+
+  // Output naming, spec §5.6 generalised: model-NNNNN-of-TTTTTT.safetensors
+  // with TTTTTT = num_hidden_layers + 1.
+  int outputShardTotal() const { return config_.numLayers + 1; }
+  std::string outputShardName(int number) const;
+  static std::string shardName(int number, int total);
+
+  // Re-reads a shard's size and header hash (the resume source-change check).
+  static void identify(const std::string& path, uint64_t& size, std::string& headerSha256);
+
+ private:
+  void crossCheck();
+
+  std::string dir_;
+  ModelConfig config_;
+  std::string configText_, configSha256_;
+  std::string prefix_;
+  SnapshotIndex index_;
+  std::vector<SourceShard> shards_;
+};
+
+}  // namespace k3
