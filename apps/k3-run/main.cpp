@@ -1,0 +1,294 @@
+// k3-run: generate text with Kimi K3 from a memory-mapped k3 container.
+// Thin: parses flags, then drives k3::model (Session, ChatSession, Sampler).
+#include <CLI/CLI.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "k3/io/error.h"
+#include "k3/model/chat_session.h"
+#include "k3/model/generate.h"
+#include "k3/model/logits_writer.h"
+#include "k3/model/model_weights.h"
+#include "k3/model/run_stats.h"
+#include "k3/model/sampler.h"
+#include "k3/model/session.h"
+#include "k3/tok/tokenizer.h"
+
+namespace {
+
+using namespace k3;
+using namespace k3::model;
+
+struct Args {
+  std::string dir, prompt, system, ids, logitsOut, perplexity;
+  bool chat = false, think = true, json = false, noBos = false;
+  size_t maxTokens = 256, threads = 0, chunk = 32, ctx = 4096;
+  float temp = 0.0f, topP = 1.0f;
+  int topK = 0;
+  uint64_t seed = 0;
+  double expertGb = 0.0;
+};
+
+std::vector<int32_t> parseIds(const std::string& spec) {
+  std::string text = spec;
+  if (spec.find_first_not_of("0123456789, \t\n") != std::string::npos) {  // a file
+    std::ifstream in(spec);
+    if (!in) fail(ErrorKind::Io, spec, ": cannot read the --ids file");
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  std::vector<int32_t> ids;
+  long long v = -1;
+  for (char c : text + ",") {
+    if (c >= '0' && c <= '9') {
+      v = (v < 0 ? 0 : v * 10) + (c - '0');
+      if (v > INT32_MAX) fail(ErrorKind::Usage, "--ids: id too large");
+    } else if (c == ',' || c == ' ' || c == '\n' || c == '\t' || c == '\r') {
+      if (v >= 0) ids.push_back(static_cast<int32_t>(v));
+      v = -1;
+    } else {
+      fail(ErrorKind::Usage, "--ids: unexpected character '", c, "' in ", spec);
+    }
+  }
+  if (ids.empty()) fail(ErrorKind::Usage, "--ids: no token ids in ", spec);
+  return ids;
+}
+
+std::string readText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(ErrorKind::Io, path, ": cannot read");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<int32_t> stopIds(const ModelConfig& c, const tok::Tokenizer* tok) {
+  std::vector<int32_t> s;
+  for (int64_t e : c.eosTokenIds) s.push_back(static_cast<int32_t>(e));
+  if (tok)
+    if (auto id = tok->specialId("<|end_of_msg|>")) s.push_back(static_cast<int32_t>(*id));
+  return s;
+}
+
+// Teacher-forced evaluation: logits for every position, written and/or scored.
+struct EvalResult {
+  size_t positions = 0;
+  double nll = 0.0;  // summed over predicted positions
+  size_t predicted = 0;
+  std::vector<int32_t> argmax;
+};
+
+EvalResult teacherForce(Session& s, const std::vector<int32_t>& ids, LogitsWriter* out, bool score) {
+  EvalResult r;
+  const size_t V = s.vocabSize(), step = 32;
+  std::vector<float> buf(step * V);
+  for (size_t b = 0; b < ids.size(); b += step) {
+    const size_t n = std::min(step, ids.size() - b);
+    s.feed(std::span<const int32_t>(ids).subspan(b, n), buf.data());
+    if (out) out->write(buf.data(), n * V);
+    for (size_t t = 0; t < n; ++t) {
+      const float* l = &buf[t * V];
+      r.argmax.push_back(Sampler::argmax(l, V));
+      const size_t pos = b + t;
+      if (score && pos + 1 < ids.size()) {
+        float m = l[0];
+        for (size_t i = 1; i < V; ++i) m = std::max(m, l[i]);
+        double z = 0.0;
+        for (size_t i = 0; i < V; ++i) z += std::exp(static_cast<double>(l[i] - m));
+        r.nll += std::log(z) + m - l[static_cast<size_t>(ids[pos + 1])];
+        ++r.predicted;
+      }
+    }
+  }
+  r.positions = ids.size();
+  return r;
+}
+
+void printStats(const Args& a, const Session& s, const std::string& extraJson) {
+  const SessionStats& st = s.stats();
+  const double pf = st.prefillSeconds > 0 ? st.prefillTokens / st.prefillSeconds : 0.0;
+  const double dc = st.decodeSeconds > 0 ? st.decodeTokens / st.decodeSeconds : 0.0;
+  const double rssMiB = peakRssBytes() / 1048576.0;
+  const double expertMiB = s.residency().bytesRead() / 1048576.0;
+  if (a.json) {
+    std::printf(
+        "{\"prefill_tokens\":%llu,\"prefill_tok_s\":%.3f,\"decode_tokens\":%llu,\"decode_tok_s\":%.3f,"
+        "\"peak_rss_bytes\":%llu,\"expert_bytes_read\":%llu%s}\n",
+        static_cast<unsigned long long>(st.prefillTokens), pf,
+        static_cast<unsigned long long>(st.decodeTokens), dc,
+        static_cast<unsigned long long>(peakRssBytes()),
+        static_cast<unsigned long long>(s.residency().bytesRead()), extraJson.c_str());
+  } else {
+    std::fprintf(stderr,
+                 "[k3-run] prefill %llu tok @ %.2f tok/s | decode %llu tok @ %.2f tok/s | peak RSS %.1f MiB | "
+                 "expert bytes read %.1f MiB\n",
+                 static_cast<unsigned long long>(st.prefillTokens), pf,
+                 static_cast<unsigned long long>(st.decodeTokens), dc, rssMiB, expertMiB);
+  }
+}
+
+std::string jsonIds(const char* key, const std::vector<int32_t>& ids) {
+  std::string s = std::string(",\"") + key + "\":[";
+  for (size_t i = 0; i < ids.size(); ++i) s += (i ? "," : "") + std::to_string(ids[i]);
+  return s + "]";
+}
+
+int runMain(const Args& a) {
+  auto weights = ModelWeights::open(a.dir);
+  const ModelConfig& cfg = weights->config();
+  const bool needTokenizer = !a.prompt.empty() || a.chat || !a.perplexity.empty();
+  std::optional<tok::Tokenizer> tok;
+  if (needTokenizer) tok.emplace(tok::Tokenizer::fromDirectory(a.dir));
+
+  std::vector<int32_t> forced;
+  if (!a.ids.empty()) forced = parseIds(a.ids);
+  if (!a.perplexity.empty()) {
+    const auto enc = tok->encode(readText(a.perplexity), false);
+    if (cfg.bosTokenId && !a.noBos) forced.push_back(static_cast<int32_t>(*cfg.bosTokenId));
+    forced.insert(forced.end(), enc.begin(), enc.end());
+  }
+
+  SessionOptions so;
+  so.threads = a.threads;
+  so.chunk = a.chunk;
+  so.maxContext = std::max(a.ctx, forced.size() + 1);
+  so.expertBudget = static_cast<uint64_t>(a.expertGb * 1e9);
+  Session session(*weights, so);
+
+  // Evaluation modes: teacher-forced ids or a perplexity text.
+  if (!forced.empty()) {
+    std::unique_ptr<LogitsWriter> out;
+    if (!a.logitsOut.empty()) out = std::make_unique<LogitsWriter>(a.logitsOut);
+    EvalResult r = teacherForce(session, forced, out.get(), !a.perplexity.empty());
+    if (out) out->close();
+    std::string extra = cat(",\"positions\":", r.positions) + jsonIds("argmax", r.argmax);
+    if (r.predicted) {
+      const double ppl = std::exp(r.nll / static_cast<double>(r.predicted));
+      extra += cat(",\"perplexity\":", ppl, ",\"predicted\":", r.predicted);
+      if (!a.json) std::printf("perplexity %.6f over %zu predicted tokens\n", ppl, r.predicted);
+    } else if (!a.json) {
+      std::printf("%zu positions teacher-forced%s\n", r.positions,
+                  a.logitsOut.empty() ? "" : cat(", logits written to ", a.logitsOut).c_str());
+    }
+    printStats(a, session, extra);
+    return 0;
+  }
+
+  SamplerOptions sopt{a.temp, a.topK, a.topP, a.seed};
+  Sampler sampler(sopt, session.vocabSize());
+  GenerateOptions gen;
+  gen.maxTokens = a.maxTokens;
+  gen.sampling = sopt;
+  gen.stopIds = stopIds(cfg, tok ? &*tok : nullptr);
+
+  if (a.chat) {
+    ChatSession chat(session, *tok, a.think, a.system);
+    const bool tty = isatty(fileno(stdout));
+    std::string lastSection;
+    std::vector<int32_t> allTokens;
+    auto show = [&](ChatChannel ch, const std::string& bytes) {
+      const std::string section = ch == ChatChannel::Thinking ? "thinking" : "answer";
+      if (section != lastSection) {
+        if (!a.json) std::fputs(tty ? (ch == ChatChannel::Thinking ? "\x1b[2m" : "\x1b[0m\n")
+                                    : (ch == ChatChannel::Thinking ? "[thinking]\n" : "\n[answer]\n"),
+                                stdout);
+        lastSection = section;
+      }
+      if (!a.json) {
+        std::fwrite(bytes.data(), 1, bytes.size(), stdout);
+        std::fflush(stdout);
+      }
+    };
+    auto oneTurn = [&](const std::string& user) {
+      lastSection.clear();
+      ChatReply r = chat.turn(user, sampler, gen, show);
+      if (!a.json) std::fputs(tty ? "\x1b[0m\n" : "\n", stdout);
+      allTokens.insert(allTokens.end(), r.tokens.begin(), r.tokens.end());
+      return r;
+    };
+    if (!a.prompt.empty()) {
+      ChatReply r = oneTurn(a.prompt);
+      std::string extra = jsonIds("prompt_ids", chat.lastPrompt()) + jsonIds("tokens", r.tokens) +
+                          cat(",\"stopped\":", r.stopped ? "true" : "false");
+      printStats(a, session, extra);
+      return 0;
+    }
+    // Interactive: one user message per line, state kept across turns.
+    std::string line;
+    for (;;) {
+      std::fputs("> ", stderr);
+      if (!std::getline(std::cin, line)) break;
+      if (line.empty()) continue;
+      if (line == "/exit" || line == "/quit") break;
+      oneTurn(line);
+    }
+    printStats(a, session, "");
+    return 0;
+  }
+
+  if (a.prompt.empty()) fail(ErrorKind::Usage, "nothing to do: give -p PROMPT, --chat, --ids or --perplexity");
+  std::vector<int32_t> ids;
+  if (cfg.bosTokenId && !a.noBos) ids.push_back(static_cast<int32_t>(*cfg.bosTokenId));
+  for (uint32_t id : tok->encode(a.prompt, false)) ids.push_back(static_cast<int32_t>(id));
+  session.feed(ids);
+  GenerateResult g = generate(session, sampler, gen, [&](int32_t id) {
+    if (std::find(gen.stopIds.begin(), gen.stopIds.end(), id) != gen.stopIds.end()) return;
+    if (a.json) return;
+    const std::string b = tok->tokenBytes(static_cast<uint32_t>(id));
+    std::fwrite(b.data(), 1, b.size(), stdout);
+    std::fflush(stdout);
+  });
+  if (!a.json) std::fputc('\n', stdout);
+  printStats(a, session, jsonIds("prompt_ids", ids) + jsonIds("tokens", g.tokens) +
+                             cat(",\"stopped\":", g.stopped ? "true" : "false"));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  CLI::App app{"k3-run: run Kimi K3 from a k3 container (made by k3-repack)"};
+  app.set_version_flag("--version", std::string("k3-run ") + K3KIT_VERSION);
+  app.add_option("container", a.dir, "container directory written by k3-repack")->required();
+  app.add_option("-p,--prompt", a.prompt, "prompt text (raw, or the user message with --chat)");
+  app.add_flag("--chat", a.chat, "XTML chat; without -p an interactive multi-turn session");
+  app.add_option("--system", a.system, "system message (chat)");
+  app.add_flag("--think,!--no-think", a.think, "chat: thinking channel on (default) or off");
+  app.add_option("--ids", a.ids, "teacher-forced token ids: comma list or a file");
+  app.add_option("--logits-out", a.logitsOut, "with --ids: write f32 logits [positions x vocab] (.zst: zstd)");
+  app.add_option("--perplexity", a.perplexity, "text file: teacher-forced perplexity");
+  app.add_option("-n,--max-tokens", a.maxTokens, "tokens to generate (default 256)");
+  app.add_option("--temp", a.temp, "temperature; 0 = greedy (default)");
+  app.add_option("--top-k", a.topK, "keep the k most likely tokens (0 = all)");
+  app.add_option("--top-p", a.topP, "nucleus mass to keep (1 = all)");
+  app.add_option("--seed", a.seed, "sampling seed (same seed, same sample)");
+  app.add_option("--expert-gb", a.expertGb, "bound on resident routed-expert memory, GB (0 = none)");
+  app.add_option("--threads", a.threads, "threads (0 = all cores)");
+  app.add_option("--chunk", a.chunk, "prefill chunk size in tokens (default 32)")->check(CLI::PositiveNumber);
+  app.add_option("--ctx", a.ctx, "context capacity in tokens (default 4096)")->check(CLI::PositiveNumber);
+  app.add_flag("--no-bos", a.noBos, "do not prepend the config's BOS to a raw prompt");
+  app.add_flag("--json", a.json, "print results and stats as one JSON object");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    return runMain(a);
+  } catch (const k3::Error& e) {
+    std::fprintf(stderr, "k3-run: %s\n", e.what());
+    return e.kind() == k3::ErrorKind::Usage ? 2 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "k3-run: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,83 @@
+#include "k3/model/chat_session.h"
+
+#include <algorithm>
+
+#include "k3/io/error.h"
+
+namespace k3::model {
+
+namespace {
+int32_t special(const tok::Tokenizer& tok, const char* name) {
+  auto id = tok.specialId(name);
+  if (!id) fail(ErrorKind::Missing, "tokenizer: the chat special token ", name, " is missing");
+  return static_cast<int32_t>(*id);
+}
+}  // namespace
+
+ChatSession::ChatSession(Session& session, const tok::Tokenizer& tok, bool thinking, const std::string& system)
+    : session_(session), tok_(tok), thinking_(thinking), open_(special(tok, "<|open|>")),
+      close_(special(tok, "<|close|>")), sep_(special(tok, "<|sep|>")), endOfMsg_(special(tok, "<|end_of_msg|>")) {
+  if (!system.empty()) messages_.push_back({"system", system, ""});
+}
+
+ChatReply ChatSession::turn(const std::string& user, Sampler& sampler, const GenerateOptions& gen,
+                            FunctionRef<void(ChatChannel, const std::string&)> onText) {
+  messages_.push_back({"user", user, ""});
+  const std::vector<uint32_t> built = tok::buildChatPrompt(tok_, messages_, {thinking_, true});
+  lastPrompt_.assign(built.begin(), built.end());
+
+  // Reuse the state when it holds a strict prefix of the new prompt.
+  const auto& held = session_.history();
+  const bool reusable = held.size() < lastPrompt_.size() &&
+                        std::equal(held.begin(), held.end(), lastPrompt_.begin());
+  if (!reusable) session_.reset();
+  session_.feed(std::span<const int32_t>(lastPrompt_).subspan(session_.history().size()));
+
+  GenerateOptions opts = gen;
+  if (std::find(opts.stopIds.begin(), opts.stopIds.end(), endOfMsg_) == opts.stopIds.end())
+    opts.stopIds.push_back(endOfMsg_);
+  opts.feedStopToken = true;
+
+  // Display filter: structural runs are <|open|>/<|close|> … <|sep|>; the
+  // tag they name switches the channel.
+  ChatReply reply;
+  ChatChannel channel = thinking_ ? ChatChannel::Thinking : ChatChannel::Answer;
+  bool inTag = false, closing = false;
+  std::string tag;
+  auto onToken = [&](int32_t id) {
+    if (id == endOfMsg_ || id == open_ || id == close_) {
+      inTag = id != endOfMsg_;
+      closing = id == close_;
+      tag.clear();
+      return;
+    }
+    if (inTag) {
+      if (id == sep_) {
+        inTag = false;
+        const bool think = tag.rfind("think", 0) == 0, response = tag.rfind("response", 0) == 0;
+        if (closing)
+          channel = ChatChannel::Structure;
+        else if (think)
+          channel = ChatChannel::Thinking;
+        else if (response)
+          channel = ChatChannel::Answer;
+        else
+          channel = ChatChannel::Structure;
+      } else {
+        tag += tok_.tokenBytes(static_cast<uint32_t>(id));
+      }
+      return;
+    }
+    if (id == sep_ || channel == ChatChannel::Structure) return;
+    const std::string bytes = tok_.tokenBytes(static_cast<uint32_t>(id));
+    (channel == ChatChannel::Thinking ? reply.thinking : reply.answer) += bytes;
+    onText(channel, bytes);
+  };
+  GenerateResult g = generate(session_, sampler, opts, onToken);
+  reply.tokens = std::move(g.tokens);
+  reply.stopped = g.stopped;
+  messages_.push_back({"assistant", reply.answer, reply.thinking});
+  return reply;
+}
+
+}  // namespace k3::model

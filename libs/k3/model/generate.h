@@ -1,0 +1,32 @@
+// Autoregressive generation on a Session: sample from the last logits, hand
+// the token to the caller, feed it back, until a stop id or the token limit.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "k3/io/thread_pool.h"
+#include "k3/model/sampler.h"
+#include "k3/model/session.h"
+
+namespace k3::model {
+
+struct GenerateOptions {
+  size_t maxTokens = 256;
+  SamplerOptions sampling;
+  std::vector<int32_t> stopIds;  // eos ids and <|end_of_msg|>
+  bool feedStopToken = false;    // keep the stop token in the state (chat turns)
+};
+
+struct GenerateResult {
+  std::vector<int32_t> tokens;  // sampled, including the stop token if hit
+  bool stopped = false;         // ended on a stop id (not on the limit)
+};
+
+// Session must have been fed at least one token. onToken(id) is called for
+// every sampled token (stop token included) before it is fed back.
+GenerateResult generate(Session& session, Sampler& sampler, const GenerateOptions& opts,
+                        FunctionRef<void(int32_t)> onToken);
+
+}  // namespace k3::model
