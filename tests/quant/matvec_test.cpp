@@ -1,0 +1,243 @@
+// matvec / matmul on every format and ISA against a double-precision oracle
+// built from dequantizeRow, plus the determinism contract: on each ISA matmul
+// gives exactly the bits of matvec per vector, and rows outside [r0, r1) are
+// never written.
+#include "k3/quant/matvec.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "k3/io/error.h"
+#include "k3/quant/act_q8.h"
+#include "k3/quant/bf16.h"
+#include "k3/quant/mxfp4.h"
+#include "quant/quant_test_util.h"
+
+using namespace k3::quant;
+
+namespace {
+
+// |y - exact| <= tol * sum_i |x_i * W_i| + floor. f32 summation of <= 1100
+// terms in any order stays well inside 1e-5 of the absolute sum.
+constexpr double kF32DotRelTol = 1e-5;
+// Q8 path: integer group dots are exact, only the per-group f32 products and
+// the sum round.
+constexpr double kQ8DotRelTol = 1e-5;
+constexpr double kAbsFloor = 1e-30;
+constexpr float kSentinel = 12345.0f;
+
+// A weight matrix in a given format with owned storage.
+struct TestWeight {
+  std::vector<uint8_t> data, scales;
+  WeightView view;
+};
+
+TestWeight makeWeight(WeightFormat f, size_t rows, size_t cols, uint64_t seed) {
+  TestWeight t;
+  size_t n = rows * cols;
+  auto vals = k3test::quant::uniformFloats(n, seed);
+  switch (f) {
+    case WeightFormat::F32:
+      t.data.resize(n * 4);
+      std::memcpy(t.data.data(), vals.data(), n * 4);
+      break;
+    case WeightFormat::BF16: {
+      t.data.resize(n * 2);
+      std::vector<uint16_t> b(n);
+      for (size_t i = 0; i < n; ++i) b[i] = f32ToBf16(vals[i]);
+      std::memcpy(t.data.data(), b.data(), n * 2);
+      break;
+    }
+    case WeightFormat::I8Row: {
+      t.data = k3test::quant::randomBytes(n, seed);
+      for (auto& b : t.data) b = b == 0x80 ? 0x81 : b;  // int8 in [-127, 127]
+      auto s = k3test::quant::uniformFloats(rows, seed + 1, 1e-3f, 2e-2f);
+      t.scales.resize(rows * 4);
+      std::memcpy(t.scales.data(), s.data(), rows * 4);
+      break;
+    }
+    case WeightFormat::I4G64: {
+      t.data = k3test::quant::randomBytes(n / 2, seed);
+      auto s = k3test::quant::uniformFloats(n / 64, seed + 1, 1e-3f, 2e-1f);
+      t.scales.resize(s.size() * 4);
+      std::memcpy(t.scales.data(), s.data(), s.size() * 4);
+      break;
+    }
+    case WeightFormat::MXFP4: {
+      t.data = k3test::quant::randomBytes(n / 2, seed);
+      t.scales = k3test::quant::randomBytes(n / 32, seed + 1);
+      for (auto& s : t.scales) s = uint8_t(118 + s % 12);  // 2^-9 .. 2^2
+      break;
+    }
+  }
+  t.view = WeightView{f, rows, cols, t.data.data(), t.scales.empty() ? nullptr : t.scales.data()};
+  return t;
+}
+
+struct Oracle {
+  std::vector<double> exact, absSum;  // per row
+};
+
+Oracle oracle(const WeightView& w, const float* x) {
+  Oracle o{std::vector<double>(w.rows), std::vector<double>(w.rows)};
+  std::vector<float> row(w.cols);
+  for (size_t r = 0; r < w.rows; ++r) {
+    dequantizeRow(w, r, row.data());
+    for (size_t i = 0; i < w.cols; ++i) {
+      o.exact[r] += double(x[i]) * double(row[i]);
+      o.absSum[r] += std::fabs(double(x[i]) * double(row[i]));
+    }
+  }
+  return o;
+}
+
+std::vector<size_t> colsFor(WeightFormat f) {
+  switch (f) {
+    case WeightFormat::I4G64: return {64, 192, 1088};
+    case WeightFormat::MXFP4: return {32, 96, 544, 1088};  // odd group counts and > 16 groups
+    default: return {1, 7, 100, 256, 1001};
+  }
+}
+
+const WeightFormat kFormats[] = {WeightFormat::F32, WeightFormat::BF16, WeightFormat::I8Row,
+                                 WeightFormat::I4G64, WeightFormat::MXFP4};
+
+struct Range {
+  size_t r0, r1;
+};
+const size_t kRows = 37;
+const Range kRanges[] = {{0, kRows}, {3, 20}, {kRows - 1, kRows}, {5, 5}, {16, 33}};
+
+}  // namespace
+
+TEST(Matvec, EveryIsaAndFormatMatchesOracle) {
+  for (WeightFormat f : kFormats) {
+    for (size_t cols : colsFor(f)) {
+      TestWeight t = makeWeight(f, kRows, cols, cols * 31 + size_t(f));
+      auto x = k3test::quant::uniformFloats(cols, cols + 5);
+      Oracle o = oracle(t.view, x.data());
+      for (Isa isa : k3test::quant::supportedIsas()) {
+        for (Range rg : kRanges) {
+          SCOPED_TRACE(std::string(weightFormatName(f)) + " cols=" + std::to_string(cols) + " " +
+                       isaName(isa) + " [" + std::to_string(rg.r0) + "," + std::to_string(rg.r1) + ")");
+          std::vector<float> y(kRows, kSentinel);
+          matvec(isa, t.view, x.data(), y.data(), rg.r0, rg.r1);
+          for (size_t r = 0; r < kRows; ++r) {
+            if (r < rg.r0 || r >= rg.r1) {
+              ASSERT_EQ(y[r], kSentinel) << "row " << r << " written outside the range";
+              continue;
+            }
+            double tol = kF32DotRelTol * o.absSum[r] + kAbsFloor;
+            ASSERT_NEAR(double(y[r]), o.exact[r], tol) << "row " << r;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Matmul, BitIdenticalToPerVectorMatvec) {
+  for (WeightFormat f : kFormats) {
+    size_t cols = f == WeightFormat::MXFP4 ? 544 : f == WeightFormat::I4G64 ? 192 : 1001;
+    TestWeight t = makeWeight(f, kRows, cols, 77 + size_t(f));
+    for (size_t n : {1, 2, 3, 4, 5, 7, 9}) {
+      auto X = k3test::quant::uniformFloats(n * cols, n * 13);
+      for (Isa isa : k3test::quant::supportedIsas()) {
+        SCOPED_TRACE(std::string(weightFormatName(f)) + " n=" + std::to_string(n) + " " + isaName(isa));
+        std::vector<float> Y(n * kRows, kSentinel);
+        matmul(isa, t.view, X.data(), n, Y.data(), 3, 34);
+        for (size_t v = 0; v < n; ++v) {
+          std::vector<float> y(kRows, kSentinel);
+          matvec(isa, t.view, X.data() + v * cols, y.data(), 3, 34);
+          for (size_t r = 0; r < kRows; ++r)
+            ASSERT_EQ(k3test::quant::bitsOf(Y[v * kRows + r]), k3test::quant::bitsOf(y[r]))
+                << "vector " << v << " row " << r;
+        }
+      }
+    }
+  }
+}
+
+TEST(Matvec, DefaultDispatchIsOneOfThePaths) {
+  TestWeight t = makeWeight(WeightFormat::MXFP4, kRows, 64, 3);
+  auto x = k3test::quant::uniformFloats(64, 4);
+  std::vector<float> a(kRows), b(kRows);
+  matvec(t.view, x.data(), a.data(), 0, kRows);
+  matvec(bestIsa(), t.view, x.data(), b.data(), 0, kRows);
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4));
+  matmul(t.view, x.data(), 1, a.data(), 0, kRows);
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4));
+}
+
+TEST(Matvec, RejectsBadRanges) {
+  TestWeight t = makeWeight(WeightFormat::F32, 4, 8, 1);
+  std::vector<float> x(8), y(4);
+  EXPECT_THROW(matvec(t.view, x.data(), y.data(), 2, 5), k3::Error);
+  EXPECT_THROW(matvec(t.view, x.data(), y.data(), 3, 2), k3::Error);
+  EXPECT_THROW(matvecMxfp4Q8(t.view, nullptr, nullptr, y.data(), 0, 4), k3::Error);  // not MXFP4
+}
+
+// IDOT: oracle in double from the quantised activations; each 32-group's
+// integer dot is exact, so only the final f32 roundings differ.
+TEST(MatvecQ8, EveryIsaMatchesOracleAndMatmulIsBitIdentical) {
+  for (size_t cols : colsFor(WeightFormat::MXFP4)) {
+    TestWeight t = makeWeight(WeightFormat::MXFP4, kRows, cols, cols + 11);
+    const size_t groups = cols / 32, n = 5;
+    auto X = k3test::quant::uniformFloats(n * cols, cols + 12);
+    std::vector<int8_t> Xq(n * cols);
+    std::vector<float> Xs(n * groups);
+    quantizeActivationsQ8_32(Isa::Scalar, X.data(), n * cols, Xq.data(), Xs.data());
+    const uint8_t* packed = t.data.data();
+    for (size_t v = 0; v < n; ++v) {
+      std::vector<double> exact(kRows), absSum(kRows);
+      for (size_t r = 0; r < kRows; ++r)
+        for (size_t g = 0; g < groups; ++g) {
+          long dot = 0;
+          for (size_t i = 0; i < 32; ++i) {
+            size_t c = g * 32 + i;
+            uint8_t b = packed[r * cols / 2 + c / 2];
+            int code = (c & 1) ? b >> 4 : b & 15;
+            dot += long(kE2M1x2[code]) * Xq[v * cols + c];
+          }
+          double f = std::ldexp(0.5, int(t.scales[r * groups + g]) - 127) * Xs[v * groups + g];
+          exact[r] += double(dot) * f;
+          absSum[r] += std::fabs(double(dot) * f);
+        }
+      for (Isa isa : k3test::quant::supportedIsas()) {
+        SCOPED_TRACE("cols=" + std::to_string(cols) + " v=" + std::to_string(v) + " " + isaName(isa));
+        std::vector<float> y(kRows, kSentinel);
+        matvecMxfp4Q8(isa, t.view, Xq.data() + v * cols, Xs.data() + v * groups, y.data(), 2, 35);
+        for (size_t r = 0; r < kRows; ++r) {
+          if (r < 2 || r >= 35) {
+            ASSERT_EQ(y[r], kSentinel);
+            continue;
+          }
+          ASSERT_NEAR(double(y[r]), exact[r], kQ8DotRelTol * absSum[r] + kAbsFloor) << "row " << r;
+        }
+        std::vector<float> Y(n * kRows, kSentinel);
+        matmulMxfp4Q8(isa, t.view, Xq.data(), Xs.data(), n, Y.data(), 2, 35);
+        for (size_t r = 0; r < kRows; ++r)
+          ASSERT_EQ(k3test::quant::bitsOf(Y[v * kRows + r]), k3test::quant::bitsOf(y[r])) << "row " << r;
+      }
+    }
+  }
+}
+
+// The IDOT path approximates the exact f32 one (the runtime measures the
+// quality cost end to end; here only a sanity bound on random data).
+TEST(MatvecQ8, CloseToExactPath) {
+  const size_t cols = 1088;
+  TestWeight t = makeWeight(WeightFormat::MXFP4, kRows, cols, 5);
+  auto x = k3test::quant::uniformFloats(cols, 6);
+  std::vector<int8_t> xq(cols);
+  std::vector<float> xs(cols / 32), y(kRows), yq(kRows);
+  quantizeActivationsQ8_32(x.data(), cols, xq.data(), xs.data());
+  matvec(t.view, x.data(), y.data(), 0, kRows);
+  matvecMxfp4Q8(t.view, xq.data(), xs.data(), yq.data(), 0, kRows);
+  Oracle o = oracle(t.view, x.data());
+  for (size_t r = 0; r < kRows; ++r) EXPECT_NEAR(yq[r], y[r], 0.01 * o.absSum[r]) << r;
+}
