@@ -198,7 +198,7 @@ def to_bf16(a):
 
 
 def normal(rng, shape, std, mean=0.0):
-    x = rng.standard_normal(int(np.prod(shape)), dtype=np.float32)
+    x = rng.standard_normal(math.prod(shape), dtype=np.float32)
     x *= np.float32(std)
     if mean:
         x += np.float32(mean)
@@ -207,14 +207,15 @@ def normal(rng, shape, std, mean=0.0):
 
 class T:
     """One planned tensor: name, dtype, shape and a value recipe."""
-    __slots__ = ("name", "dtype", "shape", "kind", "arg")
+    __slots__ = ("name", "dtype", "shape", "kind", "arg", "numel", "size")
 
     def __init__(self, name, dtype, shape, kind, arg=None):
         self.name, self.dtype, self.shape, self.kind, self.arg = name, dtype, list(shape), kind, arg
+        self.numel = math.prod(self.shape)
+        self.size = self.numel * {"BF16": 2, "F32": 4, "U8": 1}[dtype]
 
     def nbytes(self):
-        n = int(np.prod(self.shape))
-        return n * {"BF16": 2, "F32": 4, "U8": 1}[self.dtype]
+        return self.size
 
 
 def expert_scale_base(fan_in):
@@ -226,15 +227,14 @@ def expert_scale_base(fan_in):
 
 def produce(t, rng):
     """Bytes of tensor t, drawn from rng (consumed in shard data order)."""
-    n = int(np.prod(t.shape))
+    n = t.numel
     k = t.kind
     if k == "packed":  # random e2m1 codes, both nibbles uniform
         raw = rng.bit_generator.random_raw((n + 7) // 8)
         return raw.view(np.uint8)[:n].tobytes()
     if k == "scale":  # valid ue8m0 around the base exponent, never 0 or 255
-        j = rng.integers(0, 4, n, dtype=np.uint8)
-        s = (np.int32(t.arg) + np.array([-1, 0, 0, 1], np.int32)[j]).clip(1, 254)
-        return s.astype(np.uint8).tobytes()
+        table = np.array([t.arg - 1, t.arg, t.arg, t.arg + 1], np.int32).clip(1, 254).astype(np.uint8)
+        return table[rng.integers(0, 4, n, dtype=np.uint8)].tobytes()
     if k == "linear":
         x = normal(rng, t.shape, 1.0 / math.sqrt(t.shape[-1]))
     elif k == "norm":

@@ -10,6 +10,7 @@ not needed here, only a valid and deterministic vocabulary.
 """
 
 import base64
+import heapq
 import unicodedata
 from collections import Counter
 
@@ -91,40 +92,68 @@ def pre_split(text):
     return out
 
 
+def _merge(word, a, b, merged):
+    out, i, n = [], 0, len(word)
+    while i < n:
+        if i + 1 < n and word[i] == a and word[i + 1] == b:
+            out.append(merged)
+            i += 2
+        else:
+            out.append(word[i])
+            i += 1
+    return tuple(out)
+
+
+def _pairs(word):
+    return Counter(zip(word, word[1:]))
+
+
 def train(corpus, num_ranks):
-    """Return a list of token byte strings; index = rank."""
+    """Return a list of token byte strings; index = rank.
+
+    Greedy BPE: repeatedly merge the most frequent adjacent pair (ties: the
+    smallest pair by bytes), updating pair counts only for affected words.
+    """
     order = gpt2_byte_order()
     tokens = [bytes([b]) for b in order]
     known = set(tokens)
-    words = Counter(tuple(bytes([b]) for b in p.encode("utf-8")) for p in pre_split(corpus))
-    while len(tokens) < num_ranks:
-        pairs = Counter()
-        for w, f in words.items():
-            for a, b in zip(w, w[1:]):
-                pairs[(a, b)] += f
-        if not pairs:
-            break
-        top = max(pairs.values())
-        best = min(p for p, c in pairs.items() if c == top)
+    counts = Counter(tuple(bytes([b]) for b in p.encode("utf-8")) for p in pre_split(corpus))
+    words = [list(x) for x in counts.items()]  # [symbols, frequency]
+    pair_count, where = Counter(), {}
+    for wi, (w, f) in enumerate(words):
+        for pr, c in _pairs(w).items():
+            pair_count[pr] += c * f
+            where.setdefault(pr, set()).add(wi)
+    heap = [(-c, pr) for pr, c in pair_count.items()]
+    heapq.heapify(heap)
+    while len(tokens) < num_ranks and heap:
+        negc, best = heapq.heappop(heap)
+        if pair_count.get(best, 0) != -negc or negc == 0:
+            continue  # stale heap entry
         merged = best[0] + best[1]
         if merged not in known:
             known.add(merged)
             tokens.append(merged)
-        nxt = Counter()
-        for w, f in words.items():
-            if len(w) < 2:
-                nxt[w] += f
-                continue
-            out, i = [], 0
-            while i < len(w):
-                if i + 1 < len(w) and w[i] == best[0] and w[i + 1] == best[1]:
-                    out.append(merged)
-                    i += 2
-                else:
-                    out.append(w[i])
-                    i += 1
-            nxt[tuple(out)] += f
-        words = nxt
+        changed = set()
+        for wi in sorted(where.pop(best, ())):
+            w, f = words[wi]
+            old, nw = _pairs(w), _merge(w, best[0], best[1], merged)
+            new = _pairs(nw)
+            words[wi][0] = nw
+            for pr in old.keys() | new.keys():
+                d = (new.get(pr, 0) - old.get(pr, 0)) * f
+                if d:
+                    pair_count[pr] += d
+                    changed.add(pr)
+                if pr in new:
+                    where.setdefault(pr, set()).add(wi)
+                elif pr in where:
+                    where[pr].discard(wi)
+        for pr in changed:
+            if pair_count[pr] > 0:
+                heapq.heappush(heap, (-pair_count[pr], pr))
+            else:
+                del pair_count[pr]
     # Corpus exhausted: extend deterministically with concatenations of
     # existing tokens and printable ASCII bytes (still valid rank-BPE).
     base = 256
