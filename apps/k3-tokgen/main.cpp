@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +17,7 @@
 #include "k3/io/error.h"
 #include "k3/tok/hf_tokenizer_json.h"
 #include "k3/tok/tokenizer.h"
+#include "k3/tok/chat_request.h"
 #include "k3/tok/corpus_check.h"
 #include "k3/tok/id_text.h"
 
@@ -96,6 +99,24 @@ int main(int argc, char** argv) {
   dec->add_option("--ids", decIds, "token ids (default: read stdin, separated by spaces/commas/brackets)");
   dec->add_flag("--json", decJson, "print {\"text\": ...} (invalid UTF-8 replaced by U+FFFD)");
 
+  std::vector<std::string> chatSource;
+  std::string chatFile;
+  bool chatJson = false;
+  CLI::App* chat = app.add_subcommand("chat", "print the XTML chat prompt ids of a conversation (JSON, file or stdin)");
+  chat->add_option("source", chatSource, "snapshot directory or TIKTOKEN_MODEL [TOKENIZER_CONFIG]")->expected(1, 2);
+  chat->add_option("--file,-f", chatFile,
+                   "{\"messages\": [{\"role\", \"content\", \"reasoning\"}], \"thinking\": bool, "
+                   "\"add_generation_prompt\": bool} (default: stdin)");
+  chat->add_flag("--json", chatJson, "print a JSON array");
+
+  std::vector<std::string> benchSource;
+  std::string benchFile;
+  int benchRepeat = 3;
+  CLI::App* bench = app.add_subcommand("bench", "encode throughput of FILE (best of --repeat runs), as JSON");
+  bench->add_option("source", benchSource, "snapshot directory or TIKTOKEN_MODEL [TOKENIZER_CONFIG]")->expected(1, 2);
+  bench->add_option("--file", benchFile, "text file to encode")->required();
+  bench->add_option("--repeat", benchRepeat, "runs; the fastest is reported")->check(CLI::PositiveNumber);
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*enc) {
@@ -118,6 +139,36 @@ int main(int argc, char** argv) {
       } else {
         std::fwrite(bytes.data(), 1, bytes.size(), stdout);
       }
+      return 0;
+    }
+    if (*chat) {
+      Tokenizer tok = loadSource(chatSource);
+      std::string json;
+      if (chatFile.empty()) {
+        json = readAll(std::cin);
+      } else {
+        std::ifstream in(chatFile, std::ios::binary);
+        if (!in) k3::fail(k3::ErrorKind::Io, chatFile, ": cannot open");
+        json = readAll(in);
+      }
+      k3::tok::ChatRequest req = k3::tok::parseChatRequest(json, chatFile.empty() ? "<stdin>" : chatFile);
+      std::cout << k3::tok::formatIds(k3::tok::buildChatPrompt(tok, req.messages, req.options), chatJson) << "\n";
+      return 0;
+    }
+    if (*bench) {
+      Tokenizer tok = loadSource(benchSource);
+      std::ifstream in(benchFile, std::ios::binary);
+      if (!in) k3::fail(k3::ErrorKind::Io, benchFile, ": cannot open");
+      std::string text = readAll(in);
+      double best = 1e300;
+      size_t tokens = 0;
+      for (int i = 0; i < benchRepeat; ++i) {
+        auto t0 = std::chrono::steady_clock::now();
+        tokens = tok.encode(text).size();
+        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+      std::cout << "{\"bytes\": " << text.size() << ", \"tokens\": " << tokens << ", \"seconds\": " << best
+                << ", \"mb_per_s\": " << (double(text.size()) / 1e6 / best) << "}\n";
       return 0;
     }
     if (source.empty()) {

@@ -19,13 +19,6 @@ int base64Value(unsigned char c) {
   return -1;
 }
 
-uint64_t mix(uint64_t x) {
-  x ^= x >> 32;
-  x *= 0xd6e8feb86659fd93ULL;
-  x ^= x >> 32;
-  return x;
-}
-
 }  // namespace
 
 std::optional<std::string> decodeBase64(std::string_view in) {
@@ -67,22 +60,6 @@ std::string encodeBase64(std::string_view in) {
     out.push_back(i + 2 < in.size() ? kAlphabet[w & 63] : '=');
   }
   return out;
-}
-
-uint64_t Vocab::hashBytes(std::string_view s) {
-  uint64_t h = 0x9e3779b97f4a7c15ULL ^ (s.size() * 0xff51afd7ed558ccdULL);
-  size_t i = 0;
-  for (; i + 8 <= s.size(); i += 8) {
-    uint64_t w;
-    std::memcpy(&w, s.data() + i, 8);
-    h = mix(h ^ w) * 0x9e3779b97f4a7c15ULL;
-  }
-  if (i < s.size()) {
-    uint64_t w = 0;
-    std::memcpy(&w, s.data() + i, s.size() - i);
-    h = mix(h ^ w) * 0x9e3779b97f4a7c15ULL;
-  }
-  return mix(h);
 }
 
 Vocab Vocab::parse(std::string_view text, const std::string& origin) {
@@ -141,13 +118,15 @@ void Vocab::buildIndex(const std::string& origin) {
   slots_.assign(cap, kNoRank);
   for (uint32_t r = 0; r < size(); ++r) {
     std::string_view b = bytes(r);
-    for (uint64_t i = hashBytes(b) & (cap - 1);; i = (i + 1) & (cap - 1)) {
-      if (slots_[i] == kNoRank) {
-        slots_[i] = r;
+    uint64_t h = hashBytes(b);
+    for (uint64_t i = h & (cap - 1);; i = (i + 1) & (cap - 1)) {
+      uint32_t other = static_cast<uint32_t>(slots_[i]);
+      if (other == kNoRank) {
+        slots_[i] = (h >> 32 << 32) | r;
         break;
       }
-      if (bytes(slots_[i]) == b)
-        fail(ErrorKind::Format, origin, ": ranks ", slots_[i], " and ", r, " have the same bytes");
+      if (bytes(other) == b)
+        fail(ErrorKind::Format, origin, ": ranks ", other, " and ", r, " have the same bytes");
     }
   }
   for (int b = 0; b < 256; ++b) {

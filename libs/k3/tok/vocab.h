@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,25 +29,51 @@ class Vocab {
   std::string_view bytes(uint32_t rank) const {
     return {blob_.data() + offsets_[rank], offsets_[rank + 1] - offsets_[rank]};
   }
-  // kNoRank when `piece` is not a token.
+  // kNoRank when `piece` is not a token. Slots hold (hash tag << 32 | rank) so
+  // most misses are rejected without touching the token bytes.
   uint32_t rank(std::string_view piece) const {
+    uint64_t h = hashBytes(piece);
     uint64_t mask = slots_.size() - 1;
-    for (uint64_t i = hashBytes(piece) & mask;; i = (i + 1) & mask) {
-      uint32_t r = slots_[i];
+    uint32_t tag = static_cast<uint32_t>(h >> 32);
+    for (uint64_t i = h & mask;; i = (i + 1) & mask) {
+      uint64_t slot = slots_[i];
+      uint32_t r = static_cast<uint32_t>(slot);
       if (r == kNoRank) return kNoRank;
-      if (bytes(r) == piece) return r;
+      if (static_cast<uint32_t>(slot >> 32) == tag && offsets_[r + 1] - offsets_[r] == piece.size() &&
+          std::memcmp(blob_.data() + offsets_[r], piece.data(), piece.size()) == 0)
+        return r;
     }
   }
   uint32_t byteRank(uint8_t b) const { return byteRanks_[b]; }
 
-  static uint64_t hashBytes(std::string_view s);
+  static uint64_t hashBytes(std::string_view s) {
+    // Token lookups dominate encoding: one multiply-xorshift round per 8 bytes.
+    auto mix = [](uint64_t x) {
+      x ^= x >> 32;
+      x *= 0xd6e8feb86659fd93ULL;
+      return x ^ (x >> 32);
+    };
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ (s.size() * 0xff51afd7ed558ccdULL);
+    size_t i = 0;
+    for (; i + 8 <= s.size(); i += 8) {
+      uint64_t w;
+      std::memcpy(&w, s.data() + i, 8);
+      h = mix(h ^ w) * 0x9e3779b97f4a7c15ULL;
+    }
+    if (i < s.size()) {
+      uint64_t w = 0;
+      std::memcpy(&w, s.data() + i, s.size() - i);
+      h = mix(h ^ w) * 0x9e3779b97f4a7c15ULL;
+    }
+    return mix(h);
+  }
 
  private:
   void buildIndex(const std::string& origin);
 
   std::string blob_;               // all token bytes, in rank order
   std::vector<uint32_t> offsets_;  // size()+1 offsets into blob_
-  std::vector<uint32_t> slots_;    // hash slots holding ranks, kNoRank = empty
+  std::vector<uint64_t> slots_;    // tag << 32 | rank; rank kNoRank = empty
   uint32_t byteRanks_[256] = {};
 };
 
