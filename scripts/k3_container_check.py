@@ -25,7 +25,6 @@ Exit status 0 when everything holds, 1 otherwise (each failure on stderr).
 import argparse
 import hashlib
 import json
-import mmap
 import os
 import re
 import struct
@@ -95,8 +94,7 @@ class Shard:
         self.metadata = hdr.pop("__metadata__", None)
         self.header = hdr  # insertion order = file order
         self.names = list(hdr)
-        self._fd = open(path, "rb")
-        self._map = mmap.mmap(self._fd.fileno(), 0, access=mmap.ACCESS_READ) if self.size else None
+        self._fd = os.open(path, os.O_RDONLY)
 
     def entry(self, name):
         return self.header[name]
@@ -105,21 +103,28 @@ class Shard:
         b, e = self.header[name]["data_offsets"]
         return self.data_start + b, self.data_start + e
 
+    def read(self, begin, end):
+        """Positional read (no mapping: RSS stays small on big containers)."""
+        out = bytearray(end - begin)
+        view, pos = memoryview(out), begin
+        while pos < end:
+            n = os.preadv(self._fd, [view[pos - begin:]], pos)
+            if n <= 0:
+                raise CheckFailed(f"{self.name}: short read at byte {pos}")
+            pos += n
+        return bytes(out)
+
     def bytes(self, name):
-        b, e = self.span(name)
-        return self._map[b:e]
+        return self.read(*self.span(name))
 
     def array(self, name, dtype):
-        b, e = self.span(name)
-        return np.frombuffer(self._map, dtype=dtype, count=(e - b) // np.dtype(dtype).itemsize, offset=b)
+        return np.frombuffer(self.bytes(name), dtype=dtype)
 
     def head_bytes(self):
-        return self._map[:self.data_start]
+        return self.read(0, self.data_start)
 
     def close(self):
-        if self._map is not None:
-            self._map.close()
-        self._fd.close()
+        os.close(self._fd)
 
 
 def validate_holeless(sh, rep, compact=True):
