@@ -7,6 +7,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "k3/format/json_text.h"
 #include "k3/format/safetensors_file.h"
 #include "k3/format/tensor_inventory.h"
 #include "k3/io/error.h"
@@ -24,6 +28,50 @@ std::string shapeText(const std::vector<uint64_t>& shape) {
 
 bool endsWith(std::string_view s, std::string_view p) {
   return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
+}
+
+// The exact header bytes spec §3.3 prescribes for these tensors: length
+// prefix, compact ASCII JSON in layout order with keys dtype, shape,
+// data_offsets, no __metadata__, space padding to make 8 + N a multiple of 8.
+std::string canonicalHeader(const SafetensorsHeader& h) {
+  std::string json = "{";
+  bool first = true;
+  for (size_t i : h.offsetOrder()) {
+    const TensorInfo& t = h.tensors[i];
+    if (!first) json += ",";
+    first = false;
+    appendJsonString(json, t.name);
+    json += cat(":{\"dtype\":\"", dtypeName(t.dtype), "\",\"shape\":[");
+    for (size_t d = 0; d < t.shape.size(); ++d) json += cat(d ? "," : "", t.shape[d]);
+    json += cat("],\"data_offsets\":[", t.begin, ",", t.end, "]}");
+  }
+  json += "}";
+  while ((8 + json.size()) % 8 != 0) json += ' ';
+  std::string out(8, '\0');
+  for (int b = 0; b < 8; ++b) out[static_cast<size_t>(b)] = static_cast<char>((json.size() >> (8 * b)) & 0xff);
+  return out + json;
+}
+
+// The first `n` bytes of a file (empty if unreadable).
+std::string readPrefix(const std::string& path, uint64_t n) {
+  std::string buf(n, '\0');
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = ::pread(fd, buf.data() + got, n - got, static_cast<off_t>(got));
+    if (r <= 0) break;
+    got += static_cast<size_t>(r);
+  }
+  ::close(fd);
+  buf.resize(got);
+  return buf;
+}
+
+size_t firstDifference(const std::string& a, const std::string& b) {
+  size_t i = 0;
+  while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
+  return i;
 }
 
 struct Located {
@@ -84,6 +132,13 @@ class Checker {
         if (s.dataOffset % 8 != 0)
           problem(ProblemKind::Header, name, "",
                   cat("data section starts at byte ", s.dataOffset, ", not 8-byte aligned (spec 3.3)"));
+        // Any other byte change in a header shows here, even a harmless-looking one.
+        const std::string want = canonicalHeader(s.header);
+        const std::string have = readPrefix(s.path, s.dataOffset);
+        if (have != want)
+          problem(ProblemKind::Header, name, "",
+                  cat("header bytes are not the canonical spec 3.3 form (first difference at byte ",
+                      firstDifference(have, want), ")"));
       } catch (const Error& e) {
         problem(e.kind() == ErrorKind::Io ? ProblemKind::Unreadable : ProblemKind::Header, name, "",
                 e.what());
@@ -125,14 +180,21 @@ class Checker {
       problem(ProblemKind::Index, "", "", e.what());
       return;
     }
-    std::set<std::string> files;
-    for (const auto& s : facts_.shards) files.insert(s.file);
+    std::set<std::string> files, broken;
+    for (const auto& s : facts_.shards) {
+      files.insert(s.file);
+      if (!s.headerOk) broken.insert(s.file);
+    }
     std::unordered_set<std::string> listed;
     uint64_t total = 0;
     for (const auto& [name, file] : index.weightMap) {
       listed.insert(name);
       if (!files.count(file)) {
         problem(ProblemKind::Index, file, name, "index names a shard that does not exist");
+        continue;
+      }
+      if (broken.count(file)) {  // its header problem is reported once; don't cascade
+        unreadable_.insert(name);
         continue;
       }
       Located loc;
@@ -148,7 +210,7 @@ class Checker {
         if (!listed.count(t.name)) problem(ProblemKind::Index, s.file, t.name, "tensor has no index entry");
       }
     }
-    if (index.totalSize && *index.totalSize != total)
+    if (index.totalSize && *index.totalSize != total && broken.empty())
       problem(ProblemKind::Index, "", "",
               cat("index metadata.total_size is ", *index.totalSize, " but the shards hold ", total,
                   " tensor bytes"));
@@ -189,6 +251,7 @@ class Checker {
     for (const auto& e : expectedDenseTensors(*facts_.config, facts_.prefix)) {
       Located loc;
       const TensorInfo* t = tensor(e.name, &loc);
+      if (!t && unreadable_.count(e.name)) continue;
       if (!t) {
         problem(ProblemKind::Missing, "", e.name,
                 cat("missing (", tensorClassName(e.cls), " tensor implied by config.json)"));
@@ -243,7 +306,7 @@ class Checker {
       if (qs) problem(ProblemKind::Sidecar, shardOf(qsName), qsName, "unexpected .qs sidecar for a float tensor");
       return;
     }
-    if (t.dtype != Dtype::U8 && t.dtype != Dtype::I8)
+    if (t.dtype != Dtype::U8)
       problem(ProblemKind::Dtype, shard.file, e.name,
               cat("dtype ", dtypeName(t.dtype), ", expected U8 (", formName, ", ",
                   tensorClassName(e.cls), " bits ", facts_.manifest ? bitsFor(e.cls) : 0, ")"));
@@ -277,11 +340,12 @@ class Checker {
         const TensorInfo* parts[kExpertParts] = {};
         Located locs[kExpertParts];
         bool complete = true;
+        std::vector<std::string> missing;
         for (int p = 0; p < kExpertParts; ++p) {
           const std::string name = expertTensorName(facts_.prefix, layer, id, static_cast<ExpertPart>(p));
           parts[p] = tensor(name, &locs[p]);
           if (!parts[p]) {
-            problem(ProblemKind::Missing, "", name, "expert tensor missing", layer, id);
+            if (!unreadable_.count(name)) missing.push_back(name);
             complete = false;
             continue;
           }
@@ -295,6 +359,10 @@ class Checker {
             problem(ProblemKind::Shape, file, name,
                     cat("shape is ", shapeText(parts[p]->shape), ", expected ", shapeText(want)), layer, id);
         }
+        if (missing.size() == kExpertParts)
+          problem(ProblemKind::Missing, "", "", "expert missing (none of its six tensors exists)", layer, id);
+        else
+          for (const auto& name : missing) problem(ProblemKind::Missing, "", name, "expert tensor missing", layer, id);
         if (!complete) continue;
         const ShardFacts& shard = facts_.shards[locs[0].shard];
         bool contiguous = true;
@@ -428,6 +496,7 @@ class Checker {
   ContainerFacts facts_;
   std::unordered_map<std::string, Located> where_;
   std::unordered_set<std::string> claimed_;
+  std::unordered_set<std::string> unreadable_;  // indexed into a shard whose header is broken
   std::map<std::pair<int, int>, ManifestExpertFact> actualExperts_;
   uint64_t expectedExperts_ = 0;
 
