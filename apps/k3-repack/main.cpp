@@ -4,6 +4,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <thread>
 
@@ -42,6 +43,14 @@ int main(int argc, char** argv) {
   const bool tty = k3::convert::stderrIsTerminal();
   opt.progress = tty && !opt.dryRun;
   opt.converter.threads = threads ? threads : std::max(1u, std::thread::hardware_concurrency());
+  // Crash tests: SIGKILL ourselves at the N-th converter event (source read,
+  // quantized block, shard published, fragment written, finalize step).
+  if (const char* k = std::getenv("K3_REPACK_TEST_KILL_AFTER")) {
+    const long n = std::atol(k);
+    opt.converter.tick = [n, count = 0L]() mutable {
+      if (++count == n) std::raise(SIGKILL);
+    };
+  }
   if (tty) opt.log = [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); };
   try {
     if (!shards.empty()) opt.shards = k3::convert::parseShardList(shards);

@@ -158,7 +158,7 @@ void removeStaleTemps(const std::string& dir) {
 }
 
 void finalize(const Snapshot& snap, const std::vector<ShardPlan>& plans, const ExpertManifest& run,
-              const std::string& dst) {
+              const std::string& dst, const std::function<void()>& tick) {
   ExpertManifest m = run;
   for (const ShardPlan& p : plans) {
     ManifestShard s;
@@ -175,11 +175,13 @@ void finalize(const Snapshot& snap, const std::vector<ShardPlan>& plans, const E
     if (!exists(from)) continue;
     const std::string bytes = readWholeFile(from);
     writeFileAtomic(dst + "/" + name, bytes);
+    tick();
     m.files.push_back({name, bytes.size(), Sha256::hexOf(bytes.data(), bytes.size())});
   }
   std::sort(m.files.begin(), m.files.end(),
             [](const ManifestFile& a, const ManifestFile& b) { return a.file < b.file; });
   rebuildIndex(dst, snap.outputShardTotal());
+  tick();
   removeStaleTemps(dst);
   removeStaleTemps(partsDir(dst));
   m.save(dst + "/" + ExpertManifest::kFileName);  // last: its presence means complete
@@ -226,6 +228,9 @@ RepackSummary repack(const RepackOptions& opt) {
   auto t0 = std::chrono::steady_clock::now();
   auto log = [&](const std::string& s) {
     if (opt.log) opt.log(s);
+  };
+  auto tick = [&] {
+    if (opt.converter.tick) opt.converter.tick();
   };
   RepackSummary sum;
   sum.bits = BitSettings::resolve(opt.bits, opt.mlaBits, opt.headBits);
@@ -280,9 +285,11 @@ RepackSummary repack(const RepackOptions& opt) {
     for (const ShardPlan* p : todo) {
       progress.setLabel(p->outputFile);
       ManifestShard ms = conv.convert(*p, opt.dst, progress);
+      tick();  // shard published, fragment not yet
       ExpertManifest frag = run;
       frag.shards.push_back(std::move(ms));
       frag.save(fragmentPath(opt.dst, p->outputFile));
+      tick();
       sum.bytesRead += p->sourceBytes;
       sum.bytesWritten += p->fileSize;
       for (ShardStatus& st : sum.shards)
@@ -291,7 +298,7 @@ RepackSummary repack(const RepackOptions& opt) {
     progress.finish();
   }
   if (opt.shards.empty() || opt.finalizeOnly) {
-    finalize(snap, plans, run, opt.dst);
+    finalize(snap, plans, run, opt.dst, tick);
     sum.finalized = true;
     log(cat("k3-repack: container complete: ", opt.dst, "/", ExpertManifest::kFileName));
   } else {

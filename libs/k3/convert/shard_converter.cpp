@@ -113,6 +113,7 @@ ManifestShard ShardConverter::convert(const ShardPlan& plan, const std::string& 
       off += span.size();
       left -= span.size();
       progress.add(span.size());
+      if (opt_.tick) opt_.tick();
     }
   }
   w.finish();
@@ -162,6 +163,7 @@ void ShardConverter::quantize(const PlanStep& step, int fd, const std::string& s
     });
     w.write(qbuf_.data(), nr * qRow);
     progress.add(nr * cols * 2);
+    if (opt_.tick) opt_.tick();
   }
   w.write(scales_.data(), scales_.size() * sizeof(float));  // little-endian f32 sidecar
 }

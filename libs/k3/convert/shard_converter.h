@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +29,9 @@ struct ConverterOptions {
   size_t chunkBytes = size_t{8} << 20;
   size_t chunkCount = 8;
   size_t rowBlockBytes = size_t{16} << 20;  // BF16 source bytes per quantization block
+  // Called on the producer thread after every source read / quantized block
+  // (crash tests kill the process from here at chosen points).
+  std::function<void()> tick;
 };
 
 class ShardConverter {
