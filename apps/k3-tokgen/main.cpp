@@ -191,12 +191,16 @@ int main(int argc, char** argv) {
         if (json) {
           std::cout << "{\"output\": \"" << path << "\", \"bytes\": " << text.size() << ", \"vocab\": " << stats.vocab
                     << ", \"merges\": " << stats.merges << ", \"added_tokens\": " << stats.addedTokens
-                    << ", \"unreachable_tokens\": " << stats.unreachable << "}\n";
+                    << ", \"unreachable_tokens\": " << stats.unreachable
+                    << ", \"added_shadowed_by_ranks\": " << stats.addedShadowed << "}\n";
         } else {
           std::cout << "wrote " << path << ": " << text.size() << " bytes, " << stats.vocab << " ranks, "
                     << stats.merges << " merges, " << stats.addedTokens << " added tokens ("
                     << stats.unreachable << " ranks only reachable as whole pieces)\n";
         }
+        if (stats.addedShadowed)
+          std::cerr << "k3-tokgen: warning: " << stats.addedShadowed
+                    << " added token(s) have the same text as a rank; Hugging Face will use the rank's id for them\n";
       }
     }
     return rc;

@@ -113,6 +113,12 @@ std::string buildHfTokenizerJson(const Tokenizer& tok, HfJsonStats* stats) {
     for (const Merge& m : merges)
       if (!seen[m.result]) seen[m.result] = true, ++produced;
     stats->unreachable = vocab.size() - 256 - produced;
+    stats->addedShadowed = 0;
+    for (const AddedToken& t : added) {
+      // The key equals the content iff the content's bytes are all byte-level
+      // printable and the raw bytes are a rank.
+      if (alphabet.encode(t.content) == t.content && vocab.rank(t.content) != kNoRank) ++stats->addedShadowed;
+    }
   }
   return out;
 }

@@ -28,6 +28,9 @@ std::vector<Merge> rankOrderedMerges(const Vocab& vocab);
 
 struct HfJsonStats {
   size_t vocab = 0, merges = 0, addedTokens = 0, unreachable = 0;
+  // Added tokens whose content is also a rank's byte-level key: HF resolves
+  // such an added token to the rank's id, tiktoken to the added id.
+  size_t addedShadowed = 0;
 };
 
 // The complete tokenizer.json text; same bytes for the same inputs.
