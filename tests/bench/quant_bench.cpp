@@ -1,0 +1,223 @@
+// Micro-benchmarks of the quant kernels in GB/s of weight bytes (data + scales)
+// streamed from DRAM, next to a STREAM-style read baseline measured in the same
+// binary. Matrices are 256 MiB of weights (far beyond L3) and 7168 columns (K3's
+// hidden size). Run: build/<dir>/bin/quant_bench [--benchmark_filter=...]
+#include <benchmark/benchmark.h>
+#include <emmintrin.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "k3/quant/act_q8.h"
+#include "k3/quant/bf16.h"
+#include "k3/quant/cpu_features.h"
+#include "k3/quant/matvec.h"
+#include "k3/quant/quantize.h"
+
+namespace {
+
+using namespace k3::quant;
+
+constexpr size_t kWeightBytes = size_t(256) << 20;
+constexpr size_t kCols = 7168;
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+using Buffer = std::unique_ptr<uint8_t[], FreeDeleter>;
+
+// Page-aligned buffer, touched once (first touch is very slow in this VM, so it
+// must never happen inside a timed loop).
+Buffer allocFilled(size_t bytes, uint8_t fill) {
+  void* p = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+  std::memset(p, fill, bytes);
+  return Buffer(static_cast<uint8_t*>(p));
+}
+
+// One shared pool reinterpreted per format: 0x3c bytes are normal floats for
+// F32 (0.0115) and BF16, small int8s, and valid nibbles; scales get their own
+// buffer (0x3c3c3c3c floats; ue8m0 bytes 0x7f = 2^0).
+struct Pool {
+  Buffer data = allocFilled(kWeightBytes, 0x3c);
+  Buffer fscales = allocFilled(kWeightBytes / 8, 0x3c);
+  Buffer ue8m0 = allocFilled(kWeightBytes / 8, 0x7f);
+  std::vector<float> x = std::vector<float>(kCols * 16, 0.5f);
+};
+Pool& pool() {
+  static Pool p;  // benchmark fixture data, built on first use
+  return p;
+}
+
+size_t bytesPerWeightX2(WeightFormat f) {
+  switch (f) {
+    case WeightFormat::F32: return 8;
+    case WeightFormat::BF16: return 4;
+    case WeightFormat::I8Row: return 2;
+    default: return 1;
+  }
+}
+
+// `bytes` of weights: kWeightBytes streams from DRAM, kHotBytes stays in L2
+// (the kernel's compute ceiling).
+constexpr size_t kHotBytes = size_t(256) << 10;
+WeightView viewFor(WeightFormat f, size_t bytes) {
+  Pool& p = pool();
+  size_t rows = bytes * 2 / bytesPerWeightX2(f) / kCols;
+  const void* scales = nullptr;
+  if (f == WeightFormat::I8Row || f == WeightFormat::I4G64) scales = p.fscales.get();
+  if (f == WeightFormat::MXFP4) scales = p.ue8m0.get();
+  return WeightView{f, rows, kCols, p.data.get(), scales};
+}
+
+bool skipUnsupported(benchmark::State& state, Isa isa) {
+  if (isaSupported(isa)) return false;
+  state.SkipWithError("ISA not supported on this CPU");
+  return true;
+}
+
+// Rows split evenly over the benchmark's threads (like the runtime's pool).
+void rowShare(const benchmark::State& state, size_t rows, size_t& r0, size_t& r1) {
+  size_t t = size_t(state.thread_index()), nt = size_t(state.threads());
+  r0 = rows * t / nt;
+  r1 = rows * (t + 1) / nt;
+}
+
+void BM_StreamRead(benchmark::State& state) {
+  const auto* p = reinterpret_cast<const __m128i*>(pool().data.get());
+  size_t n = kWeightBytes / 16, t = size_t(state.thread_index()), nt = size_t(state.threads());
+  size_t b = n * t / nt, e = n * (t + 1) / nt;
+  for (auto _ : state) {
+    __m128i a0 = _mm_setzero_si128(), a1 = a0, a2 = a0, a3 = a0;
+    for (size_t i = b; i + 4 <= e; i += 4) {
+      a0 = _mm_add_epi64(a0, _mm_load_si128(p + i));
+      a1 = _mm_add_epi64(a1, _mm_load_si128(p + i + 1));
+      a2 = _mm_add_epi64(a2, _mm_load_si128(p + i + 2));
+      a3 = _mm_add_epi64(a3, _mm_load_si128(p + i + 3));
+    }
+    __m128i s = _mm_add_epi64(_mm_add_epi64(a0, a1), _mm_add_epi64(a2, a3));
+    benchmark::DoNotOptimize(s);
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t((e - b) * 16));
+}
+BENCHMARK(BM_StreamRead)->Threads(1)->Threads(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_Matvec(benchmark::State& state, WeightFormat f, Isa isa, size_t bytes) {
+  if (skipUnsupported(state, isa)) return;
+  WeightView w = viewFor(f, bytes);
+  size_t r0, r1;
+  rowShare(state, w.rows, r0, r1);
+  std::vector<float> y(w.rows);
+  for (auto _ : state) {
+    matvec(isa, w, pool().x.data(), y.data(), r0, r1);
+    benchmark::DoNotOptimize(y.data());
+  }
+  double frac = double(r1 - r0) / double(w.rows);
+  state.SetBytesProcessed(int64_t(double(state.iterations()) *
+                                  double(weightDataBytes(w) + weightScaleBytes(w)) * frac));
+}
+
+// Prefill: n vectors per call; bytes are weight bytes (read once per call), so
+// GB/s x n is the token-weight throughput.
+void BM_Matmul(benchmark::State& state, WeightFormat f, Isa isa) {
+  if (skipUnsupported(state, isa)) return;
+  WeightView w = viewFor(f, kWeightBytes / 8);  // compute-bound: keep iterations short
+  const size_t n = size_t(state.range(0));
+  std::vector<float> Y(n * w.rows);
+  for (auto _ : state) {
+    matmul(isa, w, pool().x.data(), n, Y.data(), 0, w.rows);
+    benchmark::DoNotOptimize(Y.data());
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(weightDataBytes(w) + weightScaleBytes(w)));
+  state.counters["tok_weights/s"] = benchmark::Counter(
+      double(state.iterations()) * double(n) * double(w.rows * w.cols), benchmark::Counter::kIsRate);
+}
+
+void BM_MatvecMxfp4Q8(benchmark::State& state, Isa isa, size_t bytes) {
+  if (skipUnsupported(state, isa)) return;
+  WeightView w = viewFor(WeightFormat::MXFP4, bytes);
+  size_t r0, r1;
+  rowShare(state, w.rows, r0, r1);
+  std::vector<int8_t> xq(kCols);
+  std::vector<float> xs(kCols / 32), y(w.rows);
+  quantizeActivationsQ8_32(pool().x.data(), kCols, xq.data(), xs.data());
+  for (auto _ : state) {
+    matvecMxfp4Q8(isa, w, xq.data(), xs.data(), y.data(), r0, r1);
+    benchmark::DoNotOptimize(y.data());
+  }
+  double frac = double(r1 - r0) / double(w.rows);
+  state.SetBytesProcessed(int64_t(double(state.iterations()) *
+                                  double(weightDataBytes(w) + weightScaleBytes(w)) * frac));
+}
+
+void BM_QuantizeInt8(benchmark::State& state, Isa isa) {
+  if (skipUnsupported(state, isa)) return;
+  const size_t rows = (size_t(64) << 20) / 4 / kCols;  // 64 MiB of f32 input
+  const float* w = reinterpret_cast<const float*>(pool().data.get());
+  std::vector<int8_t> q(rows * kCols);
+  std::vector<float> s(rows);
+  for (auto _ : state) quantizeInt8Rows(isa, w, rows, kCols, q.data(), s.data());
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(rows * kCols * 4));
+}
+
+void BM_QuantizeInt4(benchmark::State& state, Isa isa) {
+  if (skipUnsupported(state, isa)) return;
+  const size_t rows = (size_t(64) << 20) / 4 / kCols;
+  const float* w = reinterpret_cast<const float*>(pool().data.get());
+  std::vector<uint8_t> q(rows * kCols / 2);
+  std::vector<float> s(rows * kCols / 64);
+  for (auto _ : state) quantizeInt4G64(isa, w, rows, kCols, q.data(), s.data());
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(rows * kCols * 4));
+}
+
+void BM_Bf16ToF32(benchmark::State& state, Isa isa) {
+  if (skipUnsupported(state, isa)) return;
+  const size_t n = (size_t(32) << 20) / 2;
+  const uint16_t* in = reinterpret_cast<const uint16_t*>(pool().data.get());
+  std::vector<float> out(n);
+  for (auto _ : state) bf16ToF32(isa, in, out.data(), n);
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(n * 2));
+}
+
+void registerAll() {
+  const WeightFormat formats[] = {WeightFormat::F32, WeightFormat::BF16, WeightFormat::I8Row,
+                                  WeightFormat::I4G64, WeightFormat::MXFP4};
+  const Isa isas[] = {Isa::Scalar, Isa::Avx2, Isa::Avx512};
+  for (Isa isa : isas) {
+    for (WeightFormat f : formats) {
+      std::string name = std::string("Matvec/") + weightFormatName(f) + "/" + isaName(isa);
+      auto* b = benchmark::RegisterBenchmark(name.c_str(), BM_Matvec, f, isa, kWeightBytes);
+      b->UseRealTime()->Unit(benchmark::kMillisecond);
+      if (isa != Isa::Scalar) b->Threads(1)->Threads(2);
+      benchmark::RegisterBenchmark((name + "/hot").c_str(), BM_Matvec, f, isa, kHotBytes)
+          ->UseRealTime()->Unit(benchmark::kMicrosecond);
+    }
+    std::string q8 = std::string("MatvecMxfp4Q8/") + isaName(isa);
+    auto* b = benchmark::RegisterBenchmark(q8.c_str(), BM_MatvecMxfp4Q8, isa, kWeightBytes);
+    b->UseRealTime()->Unit(benchmark::kMillisecond);
+    if (isa != Isa::Scalar) b->Threads(1)->Threads(2);
+    benchmark::RegisterBenchmark((q8 + "/hot").c_str(), BM_MatvecMxfp4Q8, isa, kHotBytes)
+        ->UseRealTime()->Unit(benchmark::kMicrosecond);
+  }
+  for (Isa isa : {Isa::Avx2, Isa::Avx512})
+    for (WeightFormat f : {WeightFormat::BF16, WeightFormat::I8Row, WeightFormat::I4G64, WeightFormat::MXFP4}) {
+      std::string name = std::string("Matmul/") + weightFormatName(f) + "/" + isaName(isa);
+      benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, f, isa)
+          ->Arg(1)->Arg(4)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
+    }
+  for (Isa isa : {Isa::Scalar, Isa::Avx2}) {
+    std::string s = isaName(isa);
+    benchmark::RegisterBenchmark(("QuantizeInt8Rows/" + s).c_str(), BM_QuantizeInt8, isa)
+        ->UseRealTime()->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("QuantizeInt4G64/" + s).c_str(), BM_QuantizeInt4, isa)
+        ->UseRealTime()->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("Bf16ToF32/" + s).c_str(), BM_Bf16ToF32, isa)
+        ->UseRealTime()->Unit(benchmark::kMillisecond);
+  }
+}
+
+const int kRegistered = (registerAll(), 0);
+
+}  // namespace
