@@ -157,15 +157,16 @@ void removeStaleTemps(const std::string& dir) {
   }
 }
 
-void finalize(const Snapshot& snap, const std::vector<ShardPlan>& plans, const ExpertManifest& run,
+void finalize(const Snapshot& snap, const BitSettings& bits, const ExpertManifest& run,
               const std::string& dst, const std::function<void()>& tick) {
   ExpertManifest m = run;
-  for (const ShardPlan& p : plans) {
+  for (const SourceShard* sh : snap.textShards()) {
+    const ShardPlan p = planShard(snap, *sh, bits);  // one plan in memory at a time
     ManifestShard s;
     if (!shardDone(p, run, dst, &s))
-      fail(ErrorKind::Missing, dst, "/", p.outputFile, ": shard ", p.source->number,
-           " is not converted yet; run k3-repack without --finalize (or with --shards ",
-           p.source->number, ") first");
+      fail(ErrorKind::Missing, dst, "/", p.outputFile, ": shard ", sh->number,
+           " is not converted yet; run k3-repack without --finalize (or with --shards ", sh->number,
+           ") first");
     m.shards.push_back(std::move(s));
   }
   std::sort(m.shards.begin(), m.shards.end(),
@@ -240,34 +241,38 @@ RepackSummary repack(const RepackOptions& opt) {
 
   const Snapshot snap = Snapshot::open(opt.src);
   const ExpertManifest run = runIdentity(snap, sum.bits);
-  std::vector<ShardPlan> plans;
-  for (const SourceShard* sh : snap.textShards()) plans.push_back(planShard(snap, *sh, sum.bits));
-  sum.textShards = static_cast<int>(plans.size());
-
-  std::vector<const ShardPlan*> selected;
+  // Plans are rebuilt on demand (cheap) so that only one is held at a time.
+  const std::vector<const SourceShard*> text = snap.textShards();
+  sum.textShards = static_cast<int>(text.size());
+  std::vector<const SourceShard*> selected;
   if (opt.shards.empty()) {
-    for (const ShardPlan& p : plans) selected.push_back(&p);
+    selected = text;
   } else {
     for (int n : opt.shards) {
-      auto it = std::find_if(plans.begin(), plans.end(),
-                             [&](const ShardPlan& p) { return p.source->number == n; });
-      if (it == plans.end()) {
+      auto it = std::find_if(text.begin(), text.end(),
+                             [&](const SourceShard* sh) { return sh->number == n; });
+      if (it == text.end()) {
         const SourceShard* sh = snap.shardByNumber(n);
         fail(ErrorKind::Usage, "--shards: source shard ", n,
              sh ? " holds only vision tensors (dropped)" : " does not exist in the snapshot");
       }
-      selected.push_back(&*it);
+      selected.push_back(*it);
     }
   }
   if (opt.finalizeOnly) selected.clear();
 
   // Decide what is left to do (this also refuses changed sources).
-  std::vector<const ShardPlan*> todo;
-  for (const ShardPlan* p : selected) {
-    ShardStatus st{p->outputFile, p->source->file, p->fileSize, p->experts.size(), p->quantizedTensors};
-    const bool done = exists(opt.dst) && shardDone(*p, run, opt.dst, nullptr);
+  std::vector<const SourceShard*> todo;
+  uint64_t total = 0;
+  for (const SourceShard* sh : selected) {
+    const ShardPlan p = planShard(snap, *sh, sum.bits);
+    ShardStatus st{p.outputFile, sh->file, p.fileSize, p.experts.size(), p.quantizedTensors};
+    const bool done = exists(opt.dst) && shardDone(p, run, opt.dst, nullptr);
     st.state = done ? ShardStatus::State::Skipped : ShardStatus::State::Planned;
-    if (!done) todo.push_back(p);
+    if (!done) {
+      todo.push_back(sh);
+      total += p.sourceBytes;
+    }
     sum.shards.push_back(st);
   }
   if (opt.dryRun) {
@@ -277,28 +282,27 @@ RepackSummary repack(const RepackOptions& opt) {
 
   makeDir(opt.dst);
   makeDir(partsDir(opt.dst));
-  uint64_t total = 0;
-  for (const ShardPlan* p : todo) total += p->sourceBytes;
   ProgressMeter progress(total, opt.progress);
   if (!todo.empty()) {
     ShardConverter conv(opt.converter);
-    for (const ShardPlan* p : todo) {
-      progress.setLabel(p->outputFile);
-      ManifestShard ms = conv.convert(*p, opt.dst, progress);
+    for (const SourceShard* sh : todo) {
+      const ShardPlan p = planShard(snap, *sh, sum.bits);
+      progress.setLabel(p.outputFile);
+      ManifestShard ms = conv.convert(p, opt.dst, progress);
       tick();  // shard published, fragment not yet
       ExpertManifest frag = run;
       frag.shards.push_back(std::move(ms));
-      frag.save(fragmentPath(opt.dst, p->outputFile));
+      frag.save(fragmentPath(opt.dst, p.outputFile));
       tick();
-      sum.bytesRead += p->sourceBytes;
-      sum.bytesWritten += p->fileSize;
+      sum.bytesRead += p.sourceBytes;
+      sum.bytesWritten += p.fileSize;
       for (ShardStatus& st : sum.shards)
-        if (st.output == p->outputFile) st.state = ShardStatus::State::Converted;
+        if (st.output == p.outputFile) st.state = ShardStatus::State::Converted;
     }
     progress.finish();
   }
   if (opt.shards.empty() || opt.finalizeOnly) {
-    finalize(snap, plans, run, opt.dst, tick);
+    finalize(snap, sum.bits, run, opt.dst, tick);
     sum.finalized = true;
     log(cat("k3-repack: container complete: ", opt.dst, "/", ExpertManifest::kFileName));
   } else {
