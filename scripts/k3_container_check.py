@@ -23,18 +23,18 @@ Exit status 0 when everything holds, 1 otherwise (each failure on stderr).
 """
 
 import argparse
-import hashlib
 import json
 import os
 import re
-import struct
 import sys
 
 import numpy as np
 
-ITEMSIZE = {"BF16": 2, "F16": 2, "F32": 4, "F64": 8, "U8": 1, "I8": 1}
-FLOAT_DTYPES = {"BF16", "F16", "F32", "F64"}
-PREFIX = "language_model."
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from k3_container_check_io import (  # noqa: E402
+    EXTRA_FILES, CheckFailed, Report, Shard, strip_prefix, validate_holeless)
+from k3_container_check_manifest import check_manifest  # noqa: E402
+
 SHARD_RE = re.compile(r"^model-(\d{5})-of-(\d{6})\.safetensors$")
 EXPERT_RE = re.compile(r"\.block_sparse_moe\.experts\.(\d+)\.(w[123])\.(weight_packed|weight_scale)$")
 QUANT_SUFFIXES = (
@@ -42,131 +42,6 @@ QUANT_SUFFIXES = (
     "shared_experts.gate_proj.weight", "shared_experts.up_proj.weight",
     "shared_experts.down_proj.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight",
     "mlp.down_proj.weight")
-EXTRA_FILES = ("config.json", "generation_config.json", "tokenizer_config.json",
-               "tiktoken.model", "tokenizer.json")
-
-
-class CheckFailed(Exception):
-    pass
-
-
-class Report:
-    """Collects failures; keeps going so one run shows every problem."""
-
-    def __init__(self, limit=50):
-        self.failures, self.limit = [], limit
-
-    def fail(self, msg):
-        self.failures.append(msg)
-        if len(self.failures) <= self.limit:
-            print(f"FAIL: {msg}", file=sys.stderr)
-
-    def check(self, cond, msg):
-        if not cond:
-            self.fail(msg)
-        return cond
-
-
-# ----------------------------------------------------------- safetensors I/O
-
-class Shard:
-    """A safetensors file: parsed header (in file order) and a read-only map."""
-
-    def __init__(self, path):
-        self.path = path
-        self.name = os.path.basename(path)
-        self.size = os.path.getsize(path)
-        with open(path, "rb") as f:
-            head = f.read(8)
-            if len(head) < 8:
-                raise CheckFailed(f"{self.name}: shorter than 8 bytes")
-            (self.n,) = struct.unpack("<Q", head)
-            if self.n > self.size - 8 or self.n > (512 << 20):
-                raise CheckFailed(f"{self.name}: header length {self.n} exceeds file size {self.size}")
-            self.header_raw = f.read(self.n)
-        self.data_start = 8 + self.n
-        try:
-            hdr = json.loads(self.header_raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as e:
-            raise CheckFailed(f"{self.name}: header is not JSON: {e}")
-        if not isinstance(hdr, dict):
-            raise CheckFailed(f"{self.name}: header is not a JSON object")
-        self.metadata = hdr.pop("__metadata__", None)
-        self.header = hdr  # insertion order = file order
-        self.names = list(hdr)
-        self._fd = os.open(path, os.O_RDONLY)
-
-    def entry(self, name):
-        return self.header[name]
-
-    def span(self, name):
-        b, e = self.header[name]["data_offsets"]
-        return self.data_start + b, self.data_start + e
-
-    def read(self, begin, end):
-        """Positional read (no mapping: RSS stays small on big containers)."""
-        out = bytearray(end - begin)
-        view, pos = memoryview(out), begin
-        while pos < end:
-            n = os.preadv(self._fd, [view[pos - begin:]], pos)
-            if n <= 0:
-                raise CheckFailed(f"{self.name}: short read at byte {pos}")
-            pos += n
-        return bytes(out)
-
-    def bytes(self, name):
-        return self.read(*self.span(name))
-
-    def array(self, name, dtype):
-        return np.frombuffer(self.bytes(name), dtype=dtype)
-
-    def head_bytes(self):
-        return self.read(0, self.data_start)
-
-    def close(self):
-        os.close(self._fd)
-
-
-def validate_holeless(sh, rep, compact=True):
-    """Spec 3.2 + 3.3 writer rules on one shard."""
-    tag = sh.name
-    rep.check(sh.data_start % 8 == 0, f"{tag}: 8+N = {sh.data_start} is not a multiple of 8")
-    text = sh.header_raw.decode("utf-8", "replace")
-    stripped = text.rstrip(" ")
-    rep.check(len(text) - len(stripped) < 8, f"{tag}: header padded with {len(text) - len(stripped)} spaces (> 7)")
-    if compact:
-        again = json.dumps(json.loads(stripped), separators=(",", ":"), ensure_ascii=True)
-        rep.check(again == stripped, f"{tag}: header is not compact ASCII JSON in layout order (spec 3.3)")
-    rep.check(sh.metadata is None, f"{tag}: has __metadata__ (the container writes none, spec 3.3)")
-    for name in sh.names:
-        keys = list(sh.header[name]) if isinstance(sh.header[name], dict) else None
-        if keys != ["dtype", "shape", "data_offsets"]:
-            rep.fail(f"{tag}: tensor {name}: entry keys {keys} are not dtype, shape, data_offsets")
-            break
-    pos = 0
-    for name in sh.names:
-        ent = sh.header[name]
-        if not (isinstance(ent, dict) and isinstance(ent.get("dtype"), str)
-                and isinstance(ent.get("shape"), list) and isinstance(ent.get("data_offsets"), list)):
-            raise CheckFailed(f"{tag}: tensor {name}: malformed header entry {ent!r}")
-        off = ent["data_offsets"]
-        if len(off) != 2 or not all(type(x) is int for x in off):
-            raise CheckFailed(f"{tag}: tensor {name}: data_offsets {off!r} not two integers")
-        b, e = off
-        rep.check(b == pos, f"{tag}: tensor {name}: begins at {b}, previous tensor ended at {pos} (hole/overlap)")
-        rep.check(e >= b, f"{tag}: tensor {name}: end {e} < begin {b}")
-        shape = ent["shape"]
-        if not all(type(d) is int and d >= 0 for d in shape) or len(shape) > 8:
-            raise CheckFailed(f"{tag}: tensor {name}: bad shape {shape!r}")
-        dt = ent["dtype"]
-        rep.check(dt in ITEMSIZE, f"{tag}: tensor {name}: unexpected dtype {dt}")
-        if dt in ITEMSIZE:
-            rep.check(e - b == int(np.prod(shape, dtype=np.int64)) * ITEMSIZE[dt],
-                      f"{tag}: tensor {name}: {e - b} bytes for {dt}{shape}")
-        pos = max(pos, e)
-    rep.check(sh.size == sh.data_start + pos,
-              f"{tag}: file size {sh.size} != 8+N+data ({sh.data_start}+{pos})")
-
 
 # ------------------------------------------------------------ model / rules
 
@@ -179,10 +54,6 @@ def load_config(src):
     lac = cfg.get("linear_attn_config") or {}
     kda = {int(x) - 1 for x in lac.get("kda_layers", [])}
     return layers, kda
-
-
-def strip_prefix(n):
-    return n[len(PREFIX):] if n.startswith(PREFIX) else n
 
 
 def classify(name, kda):
@@ -433,74 +304,7 @@ class Checker:
                     self.rep.check(a.read() == b.read(), f"{fn}: copy differs from the source")
 
     def check_manifest(self):
-        rep = self.rep
-        path = os.path.join(self.dst, "k3-manifest.json")
-        if not os.path.exists(path):
-            rep.check(not self.require_manifest, "k3-manifest.json: missing")
-            return "absent"
-        with open(path, encoding="utf-8") as f:
-            man = json.load(f)
-        rep.check(man.get("format") == "k3-container" and man.get("format_version") == 1,
-                  f"manifest: format {man.get('format')!r} version {man.get('format_version')!r}")
-        st = man.get("settings") or {}
-        rep.check([st.get("bits"), st.get("mla_bits"), st.get("head_bits")] ==
-                  [self.bits["bits"], self.bits["mla"], self.bits["head"]],
-                  f"manifest: settings {st} != checked bits {self.bits}")
-        with open(os.path.join(self.src, "config.json"), "rb") as f:
-            rep.check((man.get("source") or {}).get("config_sha256") == hashlib.sha256(f.read()).hexdigest(),
-                      "manifest: source.config_sha256 is not the SHA-256 of the source config.json")
-        shards = man.get("shards") or []
-        rep.check([x.get("file") for x in shards] == sorted(d.name for d in self.dst_shards.values()),
-                  "manifest: shards list does not match the output shard files")
-        by_name = {d.name: (num, d) for num, d in self.dst_shards.items()}
-        for ent in shards:
-            if ent.get("file") not in by_name:
-                continue
-            num, d = by_name[ent["file"]]
-            s = self.src_shards[num]
-            tag = f"manifest: shard {d.name}"
-            rep.check(ent.get("size") == d.size, f"{tag}: size {ent.get('size')} != {d.size}")
-            rep.check(ent.get("data_offset") == d.data_start, f"{tag}: data_offset != {d.data_start}")
-            rep.check(ent.get("tensors") == len(d.names), f"{tag}: tensors != {len(d.names)}")
-            rep.check(ent.get("sha256") == _sha256_file(d.path), f"{tag}: sha256 of the file differs")
-            so = ent.get("source") or {}
-            rep.check(so.get("file") == s.name and so.get("size") == s.size and
-                      so.get("header_sha256") == hashlib.sha256(s.head_bytes()).hexdigest(),
-                      f"{tag}: source identity (file/size/header_sha256) does not match {s.name}")
-            exp = []
-            layer_of = {}
-            for n in d.names:
-                if n.endswith("w1.weight_packed") and ".experts." in n:
-                    parts = strip_prefix(n).split(".")
-                    exp.append((int(parts[2]), int(parts[5]), n))
-                    layer_of[n] = int(parts[2])
-            got = ent.get("experts") or []
-            rep.check([(x.get("layer"), x.get("id")) for x in got] == [(a, b) for a, b, _ in sorted(exp)],
-                      f"{tag}: expert list does not match the shard's experts (sorted by layer, id)")
-            for x, (_, _, n) in zip(got, sorted(exp)):
-                off = d.data_start + d.header[n]["data_offsets"][0]
-                base = n[: -len("w1.weight_packed")]
-                length = d.header[base + "w3.weight_scale"]["data_offsets"][1] - d.header[n]["data_offsets"][0]
-                if not rep.check(x.get("offset") == off and x.get("length") == length,
-                                 f"{tag}: expert {x.get('layer')}/{x.get('id')} range "
-                                 f"{x.get('offset')}+{x.get('length')} != {off}+{length}"):
-                    continue
-                h = hashlib.sha256()
-                for w in ("w1.weight_packed", "w1.weight_scale", "w2.weight_packed",
-                          "w2.weight_scale", "w3.weight_packed", "w3.weight_scale"):
-                    h.update(s.bytes(base + w))
-                rep.check(x.get("sha256") == h.hexdigest(),
-                          f"{tag}: expert {x.get('layer')}/{x.get('id')} sha256 != source bytes' digest")
-        files = man.get("files") or []
-        want_files = sorted(fn for fn in EXTRA_FILES if os.path.exists(os.path.join(self.src, fn)))
-        rep.check([x.get("file") for x in files] == want_files,
-                  f"manifest: files {[x.get('file') for x in files]} != copied extra files {want_files}")
-        for x in files:
-            p = os.path.join(self.dst, x.get("file", ""))
-            if rep.check(os.path.isfile(p), f"manifest: listed file {x.get('file')} missing"):
-                rep.check(x.get("size") == os.path.getsize(p) and x.get("sha256") == _sha256_file(p),
-                          f"manifest: file {x.get('file')} size/sha256 mismatch")
-        return "ok"
+        return check_manifest(self)
 
     def run(self):
         self.open_all()
@@ -527,16 +331,6 @@ class Checker:
         self.stats["manifest"] = self.check_manifest()
         for sh in list(self.src_shards.values()) + list(self.dst_shards.values()):
             sh.close()
-
-
-def _sha256_file(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while True:
-            b = f.read(8 << 20)
-            if not b:
-                return h.hexdigest()
-            h.update(b)
 
 
 def main(argv=None):
