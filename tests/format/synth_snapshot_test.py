@@ -146,6 +146,38 @@ class SynthSnapshotTest(unittest.TestCase):
         self.assertNotEqual(tc["intermediate_size"] % 64, 0)  # exercises the int4 -> int8 fallback
         self.assertEqual(tc["quantization_config"]["format"], "mxfp4-pack-quantized")
 
+    def test_every_preset_has_k3_structure_and_budget(self):
+        sys.path.insert(0, os.path.join(ROOT, "scripts"))
+        import k3_synth
+        import k3_synth_config
+        for preset, p in k3_synth.PRESETS.items():
+            with self.subTest(preset=preset):
+                tc = k3_synth_config.root_config(p, preset, 1, 1)["text_config"]
+                lac = tc["linear_attn_config"]
+                L, bs = tc["num_hidden_layers"], tc["attn_res_block_size"]
+                self.assertGreaterEqual(len(lac["kda_layers"]), 2)
+                self.assertGreaterEqual(len(lac["full_attn_layers"]), 2)
+                self.assertIn(L, lac["full_attn_layers"])
+                self.assertTrue(2 <= -(-L // bs) and -(-L // bs) + 1 <= 16)
+                self.assertLess(tc["num_experts_per_token"], tc["num_experts"])
+                self.assertLessEqual(tc["num_experts_per_token"], 64)
+                self.assertLess(tc["routed_expert_hidden_size"], tc["hidden_size"])
+                self.assertEqual(tc["routed_expert_hidden_size"] % 32, 0)
+                self.assertEqual(tc["moe_intermediate_size"] % 32, 0)
+                self.assertGreaterEqual(tc["num_shared_experts"], 1)
+                self.assertLessEqual(lac["num_heads"], lac["head_dim"])  # A_log is [head_dim], zero padded
+                self.assertLessEqual(lac["head_dim"], 512)
+                r = subprocess.run([PY, SYNTH, "--preset", preset, "--out", "unused", "--dry-run"],
+                                   capture_output=True, text=True)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                words = r.stdout.split()
+                total = int(words[words.index("tensor") - 1])
+                share = float(words[-1].rstrip("%"))
+                if preset == "small":
+                    self.assertTrue(250e6 < total < 350e6 and share > 90.0, r.stdout)
+                if preset == "medium":
+                    self.assertTrue(total >= 3e9 and share > 92.0, r.stdout)
+
     def test_shards_and_index(self):
         tc = self.tc
         L = tc["num_hidden_layers"]
