@@ -16,8 +16,13 @@
 #include "k3/quant/bf16.h"
 #include "k3/quant/mxfp4.h"
 #include "quant/quant_test_util.h"
+#include "quant/weight_fixtures.h"
 
 using namespace k3::quant;
+using k3test::quant::makeWeight;
+using k3test::quant::oracle;
+using k3test::quant::Oracle;
+using k3test::quant::TestWeight;
 
 namespace {
 
@@ -29,71 +34,6 @@ constexpr double kF32DotRelTol = 1e-5;
 constexpr double kQ8DotRelTol = 1e-5;
 constexpr double kAbsFloor = 1e-30;
 constexpr float kSentinel = 12345.0f;
-
-// A weight matrix in a given format with owned storage.
-struct TestWeight {
-  std::vector<uint8_t> data, scales;
-  WeightView view;
-};
-
-TestWeight makeWeight(WeightFormat f, size_t rows, size_t cols, uint64_t seed) {
-  TestWeight t;
-  size_t n = rows * cols;
-  auto vals = k3test::quant::uniformFloats(n, seed);
-  switch (f) {
-    case WeightFormat::F32:
-      t.data.resize(n * 4);
-      std::memcpy(t.data.data(), vals.data(), n * 4);
-      break;
-    case WeightFormat::BF16: {
-      t.data.resize(n * 2);
-      std::vector<uint16_t> b(n);
-      for (size_t i = 0; i < n; ++i) b[i] = f32ToBf16(vals[i]);
-      std::memcpy(t.data.data(), b.data(), n * 2);
-      break;
-    }
-    case WeightFormat::I8Row: {
-      t.data = k3test::quant::randomBytes(n, seed);
-      for (auto& b : t.data) b = b == 0x80 ? 0x81 : b;  // int8 in [-127, 127]
-      auto s = k3test::quant::uniformFloats(rows, seed + 1, 1e-3f, 2e-2f);
-      t.scales.resize(rows * 4);
-      std::memcpy(t.scales.data(), s.data(), rows * 4);
-      break;
-    }
-    case WeightFormat::I4G64: {
-      t.data = k3test::quant::randomBytes(n / 2, seed);
-      auto s = k3test::quant::uniformFloats(n / 64, seed + 1, 1e-3f, 2e-1f);
-      t.scales.resize(s.size() * 4);
-      std::memcpy(t.scales.data(), s.data(), s.size() * 4);
-      break;
-    }
-    case WeightFormat::MXFP4: {
-      t.data = k3test::quant::randomBytes(n / 2, seed);
-      t.scales = k3test::quant::randomBytes(n / 32, seed + 1);
-      for (auto& s : t.scales) s = uint8_t(118 + s % 12);  // 2^-9 .. 2^2
-      break;
-    }
-  }
-  t.view = WeightView{f, rows, cols, t.data.data(), t.scales.empty() ? nullptr : t.scales.data()};
-  return t;
-}
-
-struct Oracle {
-  std::vector<double> exact, absSum;  // per row
-};
-
-Oracle oracle(const WeightView& w, const float* x) {
-  Oracle o{std::vector<double>(w.rows), std::vector<double>(w.rows)};
-  std::vector<float> row(w.cols);
-  for (size_t r = 0; r < w.rows; ++r) {
-    dequantizeRow(w, r, row.data());
-    for (size_t i = 0; i < w.cols; ++i) {
-      o.exact[r] += double(x[i]) * double(row[i]);
-      o.absSum[r] += std::fabs(double(x[i]) * double(row[i]));
-    }
-  }
-  return o;
-}
 
 std::vector<size_t> colsFor(WeightFormat f) {
   switch (f) {
@@ -191,22 +131,9 @@ TEST(MatvecQ8, EveryIsaMatchesOracleAndMatmulIsBitIdentical) {
     std::vector<int8_t> Xq(n * cols);
     std::vector<float> Xs(n * groups);
     quantizeActivationsQ8_32(Isa::Scalar, X.data(), n * cols, Xq.data(), Xs.data());
-    const uint8_t* packed = t.data.data();
     for (size_t v = 0; v < n; ++v) {
-      std::vector<double> exact(kRows), absSum(kRows);
-      for (size_t r = 0; r < kRows; ++r)
-        for (size_t g = 0; g < groups; ++g) {
-          long dot = 0;
-          for (size_t i = 0; i < 32; ++i) {
-            size_t c = g * 32 + i;
-            uint8_t b = packed[r * cols / 2 + c / 2];
-            int code = (c & 1) ? b >> 4 : b & 15;
-            dot += long(kE2M1x2[code]) * Xq[v * cols + c];
-          }
-          double f = std::ldexp(0.5, int(t.scales[r * groups + g]) - 127) * Xs[v * groups + g];
-          exact[r] += double(dot) * f;
-          absSum[r] += std::fabs(double(dot) * f);
-        }
+        Oracle o = k3test::quant::q8Oracle(t, Xq.data() + v * cols, Xs.data() + v * groups);
+      const std::vector<double>&exact = o.exact, &absSum = o.absSum;
       for (Isa isa : k3test::quant::supportedIsas()) {
         SCOPED_TRACE("cols=" + std::to_string(cols) + " v=" + std::to_string(v) + " " + isaName(isa));
         std::vector<float> y(kRows, kSentinel);

@@ -3,6 +3,11 @@
 // by the activation with the weight's sign folded in (masked negate), giving
 // the exact integer dot of group g in lanes 0-7 and of group g+1 in lanes 8-15;
 // one FMA then applies the per-lane factor 2^(s-127)*0.5*xs.
+#ifdef K3_QUANT_AVX512_EMULATION
+// Tests compile this file against a scalar model of the intrinsics so the
+// lane logic is checked on CPUs without AVX-512 (tests/quant/avx512_emu_test.cpp).
+#include K3_QUANT_AVX512_EMULATION
+#else
 // GCC 12.2 false positive (PR105593): the _mm512_undefined_* helpers inside
 // many AVX-512 intrinsics self-initialise and trip -Wuninitialized.
 #pragma GCC diagnostic push
@@ -10,6 +15,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #pragma GCC diagnostic pop
+#endif
 
 #include "k3/quant/act_q8.h"
 #include "k3/quant/isa_kernels.h"
@@ -20,7 +26,7 @@ namespace k3::quant::avx512 {
 
 namespace {
 
-constexpr int kVecGroup = 4;
+constexpr int kQ8VecGroup = 4;
 constexpr size_t kScaleChunk = 16;  // groups whose factors sit in one zmm
 
 struct Q8Rows {
@@ -97,7 +103,7 @@ void matmulMxfp4Q8(const WeightView& w, const int8_t* Xq, const float* Xs, size_
                    size_t r0, size_t r1) {
   Q8Rows k{Xq, Xs, w.cols, static_cast<const uint8_t*>(w.data),
            static_cast<const uint8_t*>(w.scales)};
-  runBlocked<kVecGroup>(k, n, r0, r1, w.rows, Y);
+  runBlocked<kQ8VecGroup>(k, n, r0, r1, w.rows, Y);
 }
 
 }  // namespace k3::quant::avx512
