@@ -38,28 +38,41 @@ std::vector<uint32_t> parseIds(std::string_view text) {
 }
 
 std::string toValidUtf8(std::string_view s) {
+  // Unicode "maximal subpart" replacement (as Rust's from_utf8_lossy): each
+  // maximal prefix of a valid sequence that is cut short becomes one U+FFFD.
   std::string out;
   size_t i = 0;
-  auto cont = [&](size_t k) { return k < s.size() && (static_cast<uint8_t>(s[k]) & 0xC0) == 0x80; };
+  auto at = [&](size_t k) { return static_cast<uint8_t>(s[k]); };
   while (i < s.size()) {
-    uint8_t b = static_cast<uint8_t>(s[i]);
+    uint8_t b = at(i);
     size_t len = 0;
-    char32_t cp = 0;
-    if (b < 0x80) len = 1, cp = b;
-    else if (b >= 0xC2 && b <= 0xDF) len = 2, cp = b & 0x1F;
-    else if (b >= 0xE0 && b <= 0xEF) len = 3, cp = b & 0x0F;
-    else if (b >= 0xF0 && b <= 0xF4) len = 4, cp = b & 0x07;
-    size_t ok = len ? 1 : 0;
-    while (ok < len && cont(i + ok)) cp = (cp << 6) | (static_cast<uint8_t>(s[i + ok]) & 0x3F), ++ok;
-    bool valid = len && ok == len && !(len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) &&
-                 !(len == 4 && (cp < 0x10000 || cp > 0x10FFFF));
-    if (valid) {
+    uint8_t lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+    if (b < 0x80) len = 1;
+    else if (b >= 0xC2 && b <= 0xDF) len = 2;
+    else if (b == 0xE0) len = 3, lo = 0xA0;
+    else if (b == 0xED) len = 3, hi = 0x9F;
+    else if (b >= 0xE1 && b <= 0xEF) len = 3;
+    else if (b == 0xF0) len = 4, lo = 0x90;
+    else if (b == 0xF4) len = 4, hi = 0x8F;
+    else if (b >= 0xF1 && b <= 0xF3) len = 4;
+    if (len == 0) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+      continue;
+    }
+    size_t ok = 1;
+    while (ok < len && i + ok < s.size()) {
+      uint8_t c = at(i + ok);
+      bool valid = ok == 1 ? (c >= lo && c <= hi) : (c >= 0x80 && c <= 0xBF);
+      if (!valid) break;
+      ++ok;
+    }
+    if (ok == len) {
       out.append(s.substr(i, len));
-      i += len;
     } else {
       out += "\xEF\xBF\xBD";
-      i += ok ? ok : 1;
     }
+    i += ok;
   }
   return out;
 }

@@ -1,0 +1,99 @@
+// tokenizer.json generation (spec 7.2 + merges), the byte-level alphabet, and
+// the text helpers of k3-tokgen. Agreement with HF tokenizers itself is
+// checked by oracle_*_test.mjs.
+#include <gtest/gtest.h>
+
+#include <simdjson.h>
+
+#include "k3/io/error.h"
+#include "k3/tok/byte_level.h"
+#include "k3/tok/corpus_check.h"
+#include "k3/tok/hf_tokenizer_json.h"
+#include "k3/tok/id_text.h"
+#include "support/test_env.h"
+#include "tok_test_util.h"
+
+using k3::tok::Tokenizer;
+
+namespace {
+Tokenizer tiny(const std::vector<std::string>& extra) {
+  return Tokenizer(k3test::tinyVocab(extra), k3::tok::AddedTokens::reserved(256 + extra.size()));
+}
+}  // namespace
+
+TEST(TokByteLevel, Gpt2Alphabet) {
+  k3::tok::ByteLevelAlphabet a;
+  EXPECT_EQ(a.codePoint('!'), U'!');
+  EXPECT_EQ(a.codePoint(0x00), 0x100u);
+  EXPECT_EQ(a.codePoint(' '), 0x120u);  // "Ġ"
+  EXPECT_EQ(a.codePoint('\n'), 0x10Au);  // "Ċ"
+  EXPECT_EQ(a.codePoint(0x7F), 0x121u);
+  EXPECT_EQ(a.codePoint(0xAD), 0x143u);  // the 68th remapped byte
+  EXPECT_EQ(a.codePoint(0xA1), 0xA1u);
+  EXPECT_EQ(a.encode(" hi"), "\xC4\xA0hi");
+}
+
+TEST(TokHfJson, MergesFollowRankOrderOverAllReachableSplits) {
+  // ab=256 bc=257 abc=258 xyz=259 (unreachable) "a b" order per token rank.
+  Tokenizer t = tiny({"ab", "bc", "abc", "xyz"});
+  auto merges = k3::tok::rankOrderedMerges(t.vocab());
+  ASSERT_EQ(merges.size(), 4u);
+  EXPECT_EQ(merges[0].result, 256u);
+  EXPECT_EQ(merges[1].result, 257u);
+  // abc: split at 1 (a + bc) before split at 2 (ab + c).
+  EXPECT_EQ(merges[2].left, uint32_t('a'));
+  EXPECT_EQ(merges[2].right, 257u);
+  EXPECT_EQ(merges[3].left, 256u);
+  EXPECT_EQ(merges[3].right, uint32_t('c'));
+}
+
+TEST(TokHfJson, ValidDeterministicJsonWithSpecFields) {
+  Tokenizer t = tiny({"ab", " a", "\"\\"});
+  k3::tok::HfJsonStats stats;
+  std::string a = k3::tok::buildHfTokenizerJson(t, &stats);
+  EXPECT_EQ(a, k3::tok::buildHfTokenizerJson(t));
+  EXPECT_EQ(stats.vocab, 259u);
+  EXPECT_EQ(stats.merges, 3u);
+  simdjson::dom::parser parser;
+  simdjson::dom::element root = parser.parse(a);
+  EXPECT_EQ(std::string_view(root["model"]["type"]), "BPE");
+  EXPECT_TRUE(bool(root["model"]["ignore_merges"]));
+  EXPECT_EQ(int64_t(root["model"]["vocab"]["\xC4\xA0" "a"]), 257);  // " a" -> "Ġa"
+  EXPECT_EQ(int64_t(root["model"]["vocab"]["\"\\"]), 258);
+  EXPECT_EQ(std::string_view(root["model"]["merges"].at(1)), "\xC4\xA0 a");
+  EXPECT_EQ(simdjson::dom::array(root["added_tokens"]).size(), 256u);
+  EXPECT_EQ(std::string_view(root["added_tokens"].at(0)["content"]), "<|reserved_token_259|>");
+  EXPECT_EQ(std::string_view(root["pre_tokenizer"]["pretokenizers"].at(0)["pattern"]["Regex"]), k3::tok::kKimiPattern);
+  EXPECT_EQ(std::string_view(root["decoder"]["type"]), "ByteLevel");
+}
+
+TEST(TokIdText, ParseFormatAndUtf8Repair) {
+  EXPECT_EQ(k3::tok::parseIds("[1, 2,3]\n4"), (std::vector<uint32_t>{1, 2, 3, 4}));
+  EXPECT_THROW(k3::tok::parseIds("1 x"), k3::Error);
+  EXPECT_THROW(k3::tok::parseIds("99999999999"), k3::Error);
+  EXPECT_EQ(k3::tok::formatIds({1, 2}, true), "[1,2]");
+  EXPECT_EQ(k3::tok::formatIds({1, 2}, false), "1 2");
+  EXPECT_EQ(k3::tok::toValidUtf8("a\xF0\x9F\x91" "b"), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(k3::tok::toValidUtf8("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
+  EXPECT_EQ(k3::tok::toValidUtf8("é👍"), "é👍");
+  EXPECT_EQ(k3::tok::decodeJson("\"\n"), "{\"text\": \"\\\"\\n\"}");
+}
+
+TEST(TokCorpusCheck, CountsMatchesAndReportsMismatches) {
+  Tokenizer t = tiny({"ab"});
+  std::string dir = k3test::freshDir("tok-check");
+  k3test::writeFile(dir + "/c.jsonl",
+                    "\"plain\"\n"
+                    "{\"text\": \"ab\", \"ids\": [256]}\n"
+                    "{\"text\": \"ab\", \"ids\": [97, 98]}\n"
+                    "\n"
+                    "{\"text\": \"<|reserved_token_257|>\", \"ids\": [257], \"allow_special\": true}\n");
+  k3::tok::CheckReport r = k3::tok::checkCorpus(t, dir + "/c.jsonl");
+  EXPECT_EQ(r.lines, 4u);
+  EXPECT_EQ(r.withIds, 3u);
+  EXPECT_EQ(r.idsMatched, 2u);
+  EXPECT_EQ(r.roundTrips, 4u);
+  ASSERT_EQ(r.mismatches.size(), 1u);
+  EXPECT_EQ(r.mismatches[0].line, 3u);
+  EXPECT_NE(k3::tok::checkReportJson(r).find("\"line\": 3"), std::string::npos);
+}
