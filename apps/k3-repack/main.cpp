@@ -38,7 +38,12 @@ int main(int argc, char** argv) {
   app.add_flag("--dry-run", opt.dryRun, "check the source and show the plan; write nothing");
   app.add_flag("--finalize", opt.finalizeOnly,
                "only merge: copy files, rebuild the index, write k3-manifest.json");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);  // prints help/version or the flag error
+    return rc == 0 ? 0 : 2;
+  }
 
   const bool tty = k3::convert::stderrIsTerminal();
   opt.progress = tty && !opt.dryRun;

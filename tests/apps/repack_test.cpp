@@ -265,8 +265,9 @@ TEST(Repack, RefusesBadUsage) {
   expectRefused(repack({tiny(), dst, "--shards", "10"}), "usage");  // a vision-only shard
   expectRefused(repack({tiny(), dst, "--shards", "2,2"}), "usage");
   expectRefused(repack({tiny(), tiny()}), "usage");
-  EXPECT_NE(repack({tiny(), dst, "--bits", "5"}).exitCode, 0);
-  EXPECT_NE(repack({tiny()}).exitCode, 0);
+  EXPECT_EQ(repack({tiny(), dst, "--bits", "5"}).exitCode, 2);
+  EXPECT_EQ(repack({tiny()}).exitCode, 2);
+  EXPECT_FALSE(fs::exists(dst));
 }
 
 }  // namespace
