@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -42,7 +43,8 @@ struct Args {
 
 std::vector<int32_t> parseIds(const std::string& spec) {
   std::string text = spec;
-  if (spec.find_first_not_of("0123456789, \t\n") != std::string::npos) {  // a file
+  std::error_code ec;  // a long id list is not a valid path: no error, not a file
+  if (std::filesystem::is_regular_file(spec, ec)) {  // a file of ids
     std::ifstream in(spec);
     if (!in) fail(ErrorKind::Io, spec, ": cannot read the --ids file");
     std::ostringstream ss;
@@ -141,7 +143,10 @@ void printStats(const Args& a, const Session& s, const std::string& extraJson) {
 
 std::string jsonIds(const char* key, const std::vector<int32_t>& ids) {
   std::string s = std::string(",\"") + key + "\":[";
-  for (size_t i = 0; i < ids.size(); ++i) s += (i ? "," : "") + std::to_string(ids[i]);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) s += ",";
+    s += std::to_string(ids[i]);
+  }
   return s + "]";
 }
 

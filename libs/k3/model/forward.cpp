@@ -35,7 +35,7 @@ Forward::Forward(const ModelWeights& w, size_t maxChunk, size_t threads, size_t 
 }
 
 void Forward::run(ModelState& st, const int32_t* ids, size_t n, bool allPositions, float* logits,
-                  ThreadPool& pool, ExpertResidency* residency) {
+                  ThreadPool& pool, ExpertResidency& residency) {
   if (n == 0 || n > maxChunk_) fail(ErrorKind::Internal, "Forward::run: chunk of ", n, " tokens");
   const float eps = c_.rmsNormEps;
   const size_t V = static_cast<size_t>(c_.vocabSize);

@@ -41,7 +41,7 @@ class Forward {
   // logits for the positions asked for: all n rows into `logits` ([n × V]) when
   // allPositions, else only the last position's row ([V]); none if null.
   void run(ModelState& state, const int32_t* ids, size_t n, bool allPositions, float* logits,
-           ThreadPool& pool, ExpertResidency* residency);
+           ThreadPool& pool, ExpertResidency& residency);
 
  private:
   const ModelWeights& w_;

@@ -49,7 +49,7 @@ MoeLayer::MoeLayer(const ModelConfig& c, size_t maxChunk)
 }
 
 void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n, float* out,
-                       ThreadPool& pool, ExpertResidency* residency) {
+                       ThreadPool& pool, ExpertResidency& residency) {
   // 1–3. Route every token of the chunk.
   linear(pool, w.router, x, n, router_.data());
   std::fill(isUsed_.begin(), isUsed_.end(), 0);
@@ -61,13 +61,12 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
   unique_.clear();
   for (size_t e = 0; e < E_; ++e)
     if (isUsed_[e]) unique_.push_back(static_cast<int>(e));
-  if (residency) residency->willUse(layer, unique_.data(), unique_.size());
+  residency.willUse(layer, unique_.data(), unique_.size());
 
   // 4–5. Latent down-projection, then each unique expert once over its tokens.
   linear(pool, w.downLatent, x, n, z_.data());
   std::fill(u_.begin(), u_.begin() + static_cast<std::ptrdiff_t>(n * lat_), 0.0f);
-  for (int id : unique_) runExpert(w.experts[static_cast<size_t>(id)], id, n, pool);
-  if (residency) residency->used(layer, unique_.data(), unique_.size());
+  for (int id : unique_) runExpert(residency.acquire(layer, id), id, n, pool);
 
   // 6. Normalise the aggregate and project back up.
   for (size_t t = 0; t < n; ++t) rmsNorm(&u_[t * lat_], w.expertNorm.data(), lat_, eps_, &u_[t * lat_]);

@@ -28,9 +28,9 @@ class MoeLayer {
  public:
   MoeLayer(const ModelConfig& c, size_t maxChunk);
 
-  // x: [n × D] normed inputs, out: [n × D]. `residency` may be null.
+  // x: [n × D] normed inputs, out: [n × D]. Experts are reached through `residency`.
   void forward(const MoeWeights& w, int layer, const float* x, size_t n, float* out, ThreadPool& pool,
-               ExpertResidency* residency);
+               ExpertResidency& residency);
 
  private:
   void runExpert(const ExpertWeights& e, int id, size_t n, ThreadPool& pool);

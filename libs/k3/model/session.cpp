@@ -37,12 +37,12 @@ void Session::feed(std::span<const int32_t> ids, float* allLogits) {
     const size_t n = std::min(forward_.maxChunk(), ids.size() - b);
     const bool lastChunk = b + n == ids.size();
     if (allLogits) {
-      forward_.run(state_, ids.data() + b, n, true, allLogits + b * V, pool_, residency_.get());
+      forward_.run(state_, ids.data() + b, n, true, allLogits + b * V, pool_, *residency_);
       if (lastChunk) std::memcpy(last_.data(), allLogits + (b + n - 1) * V, V * sizeof(float));
     } else {
       // The head runs only for the last position of the whole input.
       forward_.run(state_, ids.data() + b, n, false, lastChunk ? last_.data() : nullptr, pool_,
-                   residency_.get());
+                   *residency_);
     }
   }
   history_.insert(history_.end(), ids.begin(), ids.end());

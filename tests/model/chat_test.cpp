@@ -1,0 +1,126 @@
+// Chat: the ids the model is fed for a multi-turn conversation are exactly the
+// tokenizer library's XTML builder output, the state is carried between turns,
+// and generation stops at <|end_of_msg|>.
+#include <fstream>
+
+#include "k3/format/safetensors_file.h"
+#include "k3/model/chat_session.h"
+#include "k3/tok/chat.h"
+#include "model_fixtures.h"
+
+namespace k3test::model {
+namespace {
+
+using k3::model::ChatChannel;
+using k3::model::ChatSession;
+using k3::tok::ChatMessage;
+
+std::vector<int32_t> asInt(const std::vector<uint32_t>& v) { return {v.begin(), v.end()}; }
+
+k3::model::GenerateOptions greedy(size_t n) {
+  k3::model::GenerateOptions g;
+  g.maxTokens = n;
+  return g;
+}
+
+TEST(ModelChat, MultiTurnIdsEqualTheChatBuilderOutput) {
+  for (bool thinking : {false, true}) {
+    const std::string dir = container("tiny", 8);
+    auto w = k3::model::ModelWeights::open(dir);
+    const auto tok = k3::tok::Tokenizer::fromDirectory(dir);
+    k3::model::Session s(*w, {2, 8, 512, 0});
+    k3::model::Sampler sampler({}, s.vocabSize());
+    ChatSession chat(s, tok, thinking, "Be brief.");
+    auto noop = [](ChatChannel, const std::string&) {};
+
+    const auto r1 = chat.turn("Hello there", sampler, greedy(6), noop);
+    std::vector<ChatMessage> expect = {{"system", "Be brief.", ""}, {"user", "Hello there", ""}};
+    const auto want1 = asInt(k3::tok::buildChatPrompt(tok, expect, {thinking, true}));
+    EXPECT_EQ(chat.lastPrompt(), want1);
+    // The state holds the prompt followed by the fed reply tokens.
+    ASSERT_GE(s.history().size(), want1.size());
+    EXPECT_TRUE(std::equal(want1.begin(), want1.end(), s.history().begin()));
+
+    const auto r2 = chat.turn("And again, 你好", sampler, greedy(4), noop);
+    expect.push_back({"assistant", r1.answer, r1.thinking});
+    expect.push_back({"user", "And again, 你好", ""});
+    const auto want2 = asInt(k3::tok::buildChatPrompt(tok, expect, {thinking, true}));
+    EXPECT_EQ(chat.lastPrompt(), want2);
+    // Whatever was reused, the first reply token is what a fresh model fed the
+    // whole second prompt predicts.
+    k3::model::Session fresh(*w, {2, 8, 512, 0});
+    fresh.feed(want2);
+    EXPECT_EQ(r2.tokens.at(0), k3::model::Sampler::argmax(fresh.lastLogits(), fresh.vocabSize()));
+  }
+}
+
+// A copy of the tiny container whose lm_head row for <|end_of_msg|> is twice
+// the row of the token the model predicts first, so that token becomes
+// <|end_of_msg|> (2·l > l for the positive top logit).
+std::string containerEndingAtOnce(const std::string& src, int32_t firstToken, int32_t eom) {
+  const std::string dir = freshDir("chat-eom") + "/c";
+  fs::copy(src, dir, fs::copy_options::recursive);
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".safetensors") continue;
+    const auto f = k3::SafetensorsFile::open(e.path().string(), k3::SafetensorsFile::Access::HeaderOnly);
+    for (const auto& t : f.tensors()) {
+      if (t.name.size() < 14 || t.name.compare(t.name.size() - 14, 14, "lm_head.weight") != 0) continue;
+      EXPECT_EQ(t.dtype, k3::Dtype::BF16);
+      const uint64_t D = t.shape[1], base = f.dataOffset() + t.begin;
+      std::fstream io(e.path(), std::ios::in | std::ios::out | std::ios::binary);
+      std::vector<uint16_t> row(D);
+      io.seekg(static_cast<std::streamoff>(base + static_cast<uint64_t>(firstToken) * D * 2));
+      io.read(reinterpret_cast<char*>(row.data()), static_cast<std::streamsize>(D * 2));
+      for (auto& h : row) {
+        const uint16_t exp = (h >> 7) & 0xff;
+        if (exp != 0 && exp < 0xfe) h = static_cast<uint16_t>(h + 0x80);  // ×2, exact
+      }
+      io.seekp(static_cast<std::streamoff>(base + static_cast<uint64_t>(eom) * D * 2));
+      io.write(reinterpret_cast<const char*>(row.data()), static_cast<std::streamsize>(D * 2));
+      return dir;
+    }
+  }
+  ADD_FAILURE() << "no lm_head.weight in " << src;
+  return dir;
+}
+
+TEST(ModelChat, GenerationStopsAtEndOfMessage) {
+  const std::string src = container("tiny", 16);
+  const auto tok = k3::tok::Tokenizer::fromDirectory(src);
+  const int32_t eom = static_cast<int32_t>(*tok.specialId("<|end_of_msg|>"));
+  const std::vector<ChatMessage> msgs = {{"user", "Hi", ""}};
+  const auto prompt = asInt(k3::tok::buildChatPrompt(tok, msgs, {false, true}));
+  int32_t first;
+  {
+    auto w = k3::model::ModelWeights::open(src);
+    k3::model::Session s(*w, {2, 8, 256, 0});
+    s.feed(prompt);
+    first = k3::model::Sampler::argmax(s.lastLogits(), s.vocabSize());
+    ASSERT_GT(s.lastLogits()[first], 0.0f);
+    ASSERT_NE(first, eom);
+  }
+  const std::string dir = containerEndingAtOnce(src, first, eom);
+  auto w = k3::model::ModelWeights::open(dir);
+  k3::model::Session s(*w, {2, 8, 256, 0});
+  k3::model::Sampler sampler({}, s.vocabSize());
+  ChatSession chat(s, tok, false, "");
+  std::string shown;
+  const auto r = chat.turn("Hi", sampler, greedy(20), [&](ChatChannel, const std::string& b) { shown += b; });
+  EXPECT_TRUE(r.stopped);
+  EXPECT_EQ(r.tokens, std::vector<int32_t>{eom});
+  EXPECT_EQ(shown, "");
+  EXPECT_EQ(chat.lastPrompt(), prompt);
+  std::vector<int32_t> held = prompt;
+  held.push_back(eom);
+  EXPECT_EQ(s.history(), held);  // the end of the turn stays in the state
+
+  // The CLI: same prompt ids, stops at once.
+  RunResult cli = runTool("k3-run", {dir, "--chat", "--no-think", "-p", "Hi", "-n", "20", "--json"});
+  ASSERT_EQ(cli.exitCode, 0) << cli.err;
+  EXPECT_NE(cli.out.find("\"prompt_ids\":[" + idsText(prompt) + "]"), std::string::npos) << cli.out;
+  EXPECT_NE(cli.out.find("\"tokens\":[" + std::to_string(eom) + "]"), std::string::npos) << cli.out;
+  EXPECT_NE(cli.out.find("\"stopped\":true"), std::string::npos) << cli.out;
+}
+
+}  // namespace
+}  // namespace k3test::model
