@@ -5,6 +5,9 @@
 // byte-identical to an uninterrupted conversion.
 #include <gtest/gtest.h>
 
+#include <sys/mount.h>
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "apps/container_fixture.h"
@@ -104,6 +107,41 @@ TEST(RepackCrash, DiskFullGivesClearErrorKeepsCompleteShardsAndRerunFinishes) {
     ASSERT_EQ(again.exitCode, 0) << again.err;
     EXPECT_TRUE(snapshotDir(dst) == ref) << "rerun after disk full at " << limit;
   }
+}
+
+// A real ENOSPC: a 1.2 MB tmpfs (the tiny container needs ~2.1 MB), then the
+// filesystem grows ("space freed") and the rerun completes. Needs root.
+TEST(RepackCrash, DiskFullOnASmallFilesystemThenSpaceFreed) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "mounting a tmpfs needs root";
+  }
+  const std::string mnt = k3test::freshDir("tmpfs");
+  if (::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=1200k") != 0) {
+    GTEST_SKIP() << "tmpfs mount refused";
+  }
+  struct Unmount {
+    std::string dir;
+    ~Unmount() { ::umount2(dir.c_str(), MNT_DETACH); }
+  } unmount{mnt};
+  const std::string src = k3test::synthSnapshot("tiny", 1);
+  const auto ref = snapshotDir(tinyContainer(4));
+  const std::string dst = mnt + "/c";
+  k3test::RunResult r = runWith(repackArgs(src, dst), {});
+  EXPECT_EQ(r.exitCode, 1) << r.err;
+  EXPECT_EQ(r.err.rfind("k3-repack: error (no-space): ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dst + "/k3-manifest.json"));
+  expectNothingBroken(dst, ref, "ENOSPC");
+  const auto kept = snapshotDir(dst);
+  ASSERT_EQ(::mount("tmpfs", mnt.c_str(), "tmpfs", MS_REMOUNT, "size=8m"), 0);
+  // Completed shards were not removed by the failure, and are reused as they are.
+  k3test::RunResult again = runWith(repackArgs(src, dst), {});
+  ASSERT_EQ(again.exitCode, 0) << again.err;
+  EXPECT_TRUE(snapshotDir(dst) == ref);
+  for (const auto& [rel, bytes] : kept)
+    if (!isTemp(rel) && rel != "model.safetensors.index.json") {
+      EXPECT_TRUE(ref.at(rel) == bytes) << rel;
+    }
 }
 
 TEST(RepackCrash, SourceChangedUnderResumedRunIsRefused) {
