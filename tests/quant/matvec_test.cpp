@@ -168,3 +168,24 @@ TEST(MatvecQ8, CloseToExactPath) {
   Oracle o = oracle(t.view, x.data());
   for (size_t r = 0; r < kRows; ++r) EXPECT_NEAR(yq[r], y[r], 0.01 * o.absSum[r]) << r;
 }
+
+// A prefill batch big enough that the AVX2 IDOT kernel re-lays the
+// activations on the heap instead of the stack.
+TEST(MatvecQ8, LargeBatchMatmulIsBitIdentical) {
+  const size_t cols = 1088, groups = cols / 32, n = 40;
+  TestWeight t = makeWeight(WeightFormat::MXFP4, kRows, cols, 21);
+  auto X = k3test::quant::uniformFloats(n * cols, 22);
+  std::vector<int8_t> Xq(n * cols);
+  std::vector<float> Xs(n * groups);
+  quantizeActivationsQ8_32(X.data(), n * cols, Xq.data(), Xs.data());
+  for (Isa isa : k3test::quant::supportedIsas()) {
+    SCOPED_TRACE(isaName(isa));
+    std::vector<float> Y(n * kRows);
+    matmulMxfp4Q8(isa, t.view, Xq.data(), Xs.data(), n, Y.data(), 0, kRows);
+    for (size_t v = 0; v < n; ++v) {
+      std::vector<float> y(kRows);
+      matvecMxfp4Q8(isa, t.view, Xq.data() + v * cols, Xs.data() + v * groups, y.data(), 0, kRows);
+      ASSERT_EQ(0, std::memcmp(y.data(), Y.data() + v * kRows, kRows * 4)) << "vector " << v;
+    }
+  }
+}

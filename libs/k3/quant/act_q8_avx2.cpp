@@ -1,13 +1,24 @@
 // AVX2 IDOT kernel: MXFP4 weights x int8 activations.
-// Two 32-groups (32 packed bytes) are decoded together: nibbles split and
-// interleaved back into column order, a byte table gives the doubled e2m1
-// value w2, and maddubs(|w2|, sign(xq, w2)) gives exact int16 pair sums
-// (|w2| <= 12, |xq| <= 127). Four groups' partials are folded by two int16
-// hadds (still exact: at most 8 products) and one madd into a single vector
-// [g0 g1 g2 g3 | g0 g1 g2 g3], so one convert + FMA applies the four factors
-// 2^(s-127)*0.5*xs. Leftover groups
-// (count % 4) take the one-group path into a second accumulator.
+//
+// The activations are first copied into the order the packed weights come in
+// (once per call, not per row), so decoding a weight byte needs no shuffles:
+// low nibbles are the even columns, high nibbles the odd ones. Per 4 groups
+// (128 columns, 64 weight bytes) the activation block is
+//   [even(g0) even(g1) odd(g0) odd(g1) | even(g2) even(g3) odd(g2) odd(g3)]
+// (16 bytes each); groups left over after the last multiple of 4 are stored
+// one by one as [even(g) odd(g)].
+//
+// In the 4-group blocks a byte table gives u = w2 + 12 (w2 = doubled e2m1
+// value, so u in [0, 24] is unsigned as maddubs needs) and maddubs(u, xq)
+// gives exact int16 pair sums (<= 6096). Two int16 hadds (<= 24384: still
+// exact) and a madd fold 4 groups into one int32 vector
+// [g0 g0 g2 g2 | g1 g1 g3 g3]; subtracting the same fold of 12*xq (computed
+// once per call with the re-layout) leaves the exact sum of w2*xq, and one
+// convert + FMA applies the four factors 2^(s-127)*0.5*xs. Leftover groups use
+// maddubs(|w2|, sign(xq, w2)) instead.
 #include <immintrin.h>
+
+#include <vector>
 
 #include "k3/quant/act_q8.h"
 #include "k3/quant/isa_kernels.h"
@@ -18,46 +29,64 @@ namespace k3::quant::avx2 {
 
 namespace {
 
-constexpr int kVecGroup = 2;  // 16 ymm: the decode of 4 groups plus 2 vectors
+constexpr int kVecGroup = 2;                // 16 ymm: the decode of 4 groups plus 2 vectors
+constexpr size_t kStackActBytes = 32 << 10;  // re-laid activations up to this size live on the stack
+
+inline __m256i offsetLut() {  // doubled e2m1 + 12
+  return _mm256_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0,
+                          12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0);
+}
 
 inline __m256i doubledLut() {
   return _mm256_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12,
                           0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
 }
 
-// 32 packed bytes (groups g, g+1) -> doubled e2m1 values of each group, column order.
-inline void decodePair(const uint8_t* p, __m256i lut, __m256i& w0, __m256i& w1) {
-  const __m256i m = _mm256_set1_epi8(0x0f);
-  __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  __m256i lo = _mm256_and_si256(b, m), hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), m);
-  __m256i a = _mm256_unpacklo_epi8(lo, hi);  // [g cols 0-15  | g+1 cols 0-15]
-  __m256i c = _mm256_unpackhi_epi8(lo, hi);  // [g cols 16-31 | g+1 cols 16-31]
-  w0 = _mm256_shuffle_epi8(lut, _mm256_permute2x128_si256(a, c, 0x20));
-  w1 = _mm256_shuffle_epi8(lut, _mm256_permute2x128_si256(a, c, 0x31));
+// 32 natural-order bytes of one group -> [even cols (16) | odd cols (16)].
+inline __m256i splitEvenOdd(const int8_t* x) {
+  const __m256i evenOdd = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
+                                           0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+  __m256i v = _mm256_shuffle_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)), evenOdd);
+  return _mm256_permute4x64_epi64(v, 0xd8);
 }
 
-// 16 packed bytes (one group) -> doubled values, column order.
-inline __m256i decodeOne(const uint8_t* p, __m256i lut) {
-  __m256i w16 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  __m256i nib = _mm256_and_si256(_mm256_or_si256(w16, _mm256_slli_epi16(w16, 4)),
-                                 _mm256_set1_epi16(0x0f0f));
-  return _mm256_shuffle_epi8(lut, nib);
+// The 4-group fold used by the kernel: 4 x 16 int16 -> [g0 g0 g2 g2 | g1 g1 g3 g3].
+inline __m256i fold4(__m256i q0, __m256i q1, __m256i q2, __m256i q3) {
+  __m256i h = _mm256_hadd_epi16(_mm256_hadd_epi16(q0, q1), _mm256_hadd_epi16(q2, q3));
+  return _mm256_madd_epi16(h, _mm256_set1_epi16(1));
 }
 
-// Exact products of one group summed in pairs: 16 int16 lanes.
-inline __m256i groupPairs(__m256i absW, __m256i w, const int8_t* x) {
-  __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
-  return _mm256_maddubs_epi16(absW, _mm256_sign_epi8(xv, w));
-}
-// ... and in fours: 8 int32 lanes.
-inline __m256i groupDot(__m256i absW, __m256i w, const int8_t* x) {
-  return _mm256_madd_epi16(groupPairs(absW, w, x), _mm256_set1_epi16(1));
+// Bytes of one re-laid activation vector: xq in kernel order, then per 4-group
+// block the fold of 12*xq (8 int32).
+inline size_t relaidBytes(size_t groups) { return 32 * groups + 32 * (groups / 4); }
+
+// One activation vector (groups * 32 bytes) into the kernel order above.
+void relayout(const int8_t* x, size_t groups, int8_t* out) {
+  const size_t blocks = groups / 4;
+  int8_t* corr = out + 32 * groups;
+  const __m256i twelve = _mm256_set1_epi8(12);
+  for (size_t b = 0; b < blocks; ++b) {
+    __m256i q[4];
+    for (int h = 0; h < 2; ++h) {
+      const size_t g = 4 * b + 2 * h;
+      __m256i e = splitEvenOdd(x + 32 * g), o = splitEvenOdd(x + 32 * g + 32);
+      __m256i lo = _mm256_permute2x128_si256(e, o, 0x20), hi = _mm256_permute2x128_si256(e, o, 0x31);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * g), lo);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * g + 32), hi);
+      q[2 * h] = _mm256_maddubs_epi16(twelve, lo);
+      q[2 * h + 1] = _mm256_maddubs_epi16(twelve, hi);
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(corr + 32 * b), fold4(q[0], q[1], q[2], q[3]));
+  }
+  for (size_t g = 4 * blocks; g < groups; ++g)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * g), splitEvenOdd(x + 32 * g));
 }
 
 struct Q8Rows {
-  const int8_t* Xq;
+  const int8_t* Xq;  // re-laid activations, [n, relaidBytes(groups)]
   const float* Xs;
   size_t cols;
+  size_t stride;  // relaidBytes(groups)
   const uint8_t* data;
   const uint8_t* scales;
 
@@ -68,40 +97,51 @@ struct Q8Rows {
     const float* xs[NV];
     __m256 acc[NV], accTail[NV];
     for (int j = 0; j < NV; ++j) {
-      xq[j] = Xq + (v0 + j) * cols;
+      xq[j] = Xq + (v0 + j) * stride;
       xs[j] = Xs + (v0 + j) * groups;
       acc[j] = accTail[j] = _mm256_setzero_ps();
     }
     const uint8_t* p = data + r * cols / 2;
+    const __m256i ulut = offsetLut();
     const uint8_t* s = scales + r * groups;
-    const __m256i lut = doubledLut();
+    const __m256i lut = doubledLut(), nib = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    const __m256i factorOrder = _mm256_setr_epi32(0, 0, 2, 2, 1, 1, 3, 3);
     size_t g = 0;
     for (; g + 4 <= groups; g += 4) {
-      __m256i w[4], a[4];
-      decodePair(p + 16 * g, lut, w[0], w[1]);
-      decodePair(p + 16 * g + 32, lut, w[2], w[3]);
-      for (int k = 0; k < 4; ++k) a[k] = _mm256_abs_epi8(w[k]);
-      // 2^(s-127) * 0.5 for the four groups (s placed in the exponent field).
+      // u[0]/u[1]: even/odd columns of g0 (low lane) and g1 (high lane); u[2]/u[3]: g2, g3.
+      __m256i u[4];
+      for (int h = 0; h < 2; ++h) {
+        __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 * g + 32 * h));
+        u[2 * h] = _mm256_shuffle_epi8(ulut, _mm256_and_si256(b, nib));
+        u[2 * h + 1] = _mm256_shuffle_epi8(ulut, _mm256_and_si256(_mm256_srli_epi16(b, 4), nib));
+      }
       int32_t s4;
       __builtin_memcpy(&s4, s + g, 4);
       __m128 sw = _mm_castsi128_ps(_mm_slli_epi32(_mm_cvtepu8_epi32(_mm_cvtsi32_si128(s4)), 23));
-      sw = _mm_mul_ps(sw, _mm_set1_ps(0.5f));
+      sw = _mm_mul_ps(sw, _mm_set1_ps(0.5f));  // 2^(s-127) * 0.5 for g0..g3
       for (int j = 0; j < NV; ++j) {
         const int8_t* x = xq[j] + 32 * g;
-        // int16 partials: <= 3048 per maddubs lane, <= 12192 after two hadds.
-        __m256i h01 = _mm256_hadd_epi16(groupPairs(a[0], w[0], x), groupPairs(a[1], w[1], x + 32));
-        __m256i h23 = _mm256_hadd_epi16(groupPairs(a[2], w[2], x + 64), groupPairs(a[3], w[3], x + 96));
-        __m256i d = _mm256_madd_epi16(_mm256_hadd_epi16(h01, h23), _mm256_set1_epi16(1));
-        __m128 c = _mm_mul_ps(sw, _mm_loadu_ps(xs[j] + g));  // [g0..g3 | g0..g3] in d
-        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_set_m128(c, c), acc[j]);
+        __m256i q[4];
+        for (int k = 0; k < 4; ++k)
+          q[k] = _mm256_maddubs_epi16(u[k], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * k)));
+        __m256i corr = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[j] + 32 * groups + 8 * g));
+        __m256i di = _mm256_sub_epi32(fold4(q[0], q[1], q[2], q[3]), corr);
+        __m256 d = _mm256_cvtepi32_ps(di);  // [g0 g0 g2 g2 | g1 g1 g3 g3]
+        __m128 c = _mm_mul_ps(sw, _mm_loadu_ps(xs[j] + g));
+        __m256 c8 = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(c), factorOrder);
+        acc[j] = _mm256_fmadd_ps(d, c8, acc[j]);
       }
     }
     for (; g < groups; ++g) {
-      __m256i w = decodeOne(p + 16 * g, lut), a = _mm256_abs_epi8(w);
+      __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * g));
+      __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(b), _mm_srli_epi16(b, 4), 1);
+      __m256i w = _mm256_shuffle_epi8(lut, _mm256_and_si256(both, nib));  // [even | odd]
+      __m256i a = _mm256_abs_epi8(w);
       const float sw = ue8m0ToF32(s[g]) * 0.5f;
       for (int j = 0; j < NV; ++j) {
-        __m256 d = _mm256_cvtepi32_ps(groupDot(a, w, xq[j] + 32 * g));
-        accTail[j] = _mm256_fmadd_ps(d, _mm256_set1_ps(sw * xs[j][g]), accTail[j]);
+        __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[j] + 32 * g));
+        __m256i d = _mm256_madd_epi16(_mm256_maddubs_epi16(a, _mm256_sign_epi8(xv, w)), ones);
+        accTail[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_set1_ps(sw * xs[j][g]), accTail[j]);
       }
     }
     for (int j = 0; j < NV; ++j) {
@@ -118,7 +158,18 @@ struct Q8Rows {
 
 void matmulMxfp4Q8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
                    size_t r0, size_t r1) {
-  Q8Rows k{Xq, Xs, w.cols, static_cast<const uint8_t*>(w.data),
+  const size_t cols = w.cols, groups = cols / kMxfp4Group, stride = relaidBytes(groups);
+  if (n == 0 || r0 == r1) return;
+  // Decode (n == 1) never allocates; a large prefill batch uses the heap once.
+  alignas(32) int8_t stackBuf[kStackActBytes];
+  std::vector<int8_t> heapBuf;
+  int8_t* buf = stackBuf;
+  if (n * stride > kStackActBytes) {
+    heapBuf.resize(n * stride);
+    buf = heapBuf.data();
+  }
+  for (size_t v = 0; v < n; ++v) relayout(Xq + v * cols, groups, buf + v * stride);
+  Q8Rows k{buf, Xs, cols, stride, static_cast<const uint8_t*>(w.data),
            static_cast<const uint8_t*>(w.scales)};
   runBlocked<kVecGroup>(k, n, r0, r1, w.rows, Y);
 }
