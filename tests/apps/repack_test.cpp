@@ -271,3 +271,30 @@ TEST(Repack, RefusesBadUsage) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Repack, CountsUe8m0EdgeScalesAndKeepsThem) {
+  const std::string src = copyOfTiny("repack-edge");
+  const std::string p = shardPath(src, 2);
+  uint64_t at = 0;
+  {
+    auto f = k3::SafetensorsFile::open(p, k3::SafetensorsFile::Access::HeaderOnly);
+    for (const auto& t : f.tensors())
+      if (t.name.find(".experts.3.w2.weight_scale") != std::string::npos) at = f.dataOffset() + t.begin;
+  }
+  ASSERT_GT(at, 0u);
+  std::string bytes = k3test::readFile(p);
+  bytes[at] = '\0';
+  bytes[at + 1] = static_cast<char>(255);
+  k3test::writeFile(p, bytes);
+  const std::string dst = fs::path(src).parent_path().string() + "/out";
+  auto r = repack({src, dst, "--json"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find("\"expert_scale_edge_bytes\": 2,"), std::string::npos) << r.out;
+  auto c = k3test::run({"/usr/bin/python3", k3test::sourceDir() + "/scripts/k3_container_check.py", src,
+                        dst, "--bits", "8"});
+  EXPECT_EQ(c.exitCode, 0) << c.out << c.err;
+}
+
+}  // namespace

@@ -296,6 +296,10 @@ RepackSummary repack(const RepackOptions& opt) {
       tick();
       sum.bytesRead += p.sourceBytes;
       sum.bytesWritten += p.fileSize;
+      if (conv.lastStats().scaleEdgeBytes)
+        log(cat("k3-repack: warning: ", p.outputFile, ": ", conv.lastStats().scaleEdgeBytes,
+                " expert scale bytes are 0 or 255 (engines decode these differently, spec 4)"));
+      sum.scaleEdgeBytes += conv.lastStats().scaleEdgeBytes;
       for (ShardStatus& st : sum.shards)
         if (st.output == p.outputFile) st.state = ShardStatus::State::Converted;
     }
@@ -327,7 +331,7 @@ std::string RepackSummary::toJson(const RepackOptions& opt) const {
            ", \"dry_run\": ", opt.dryRun ? "true" : "false", ", \"text_shards\": ", textShards,
            ", \"converted\": ", converted, ", \"skipped\": ", skipped, ", \"planned\": ", planned,
            ", \"finalized\": ", finalized ? "true" : "false", ", \"bytes_read\": ", bytesRead,
-           ", \"bytes_written\": ", bytesWritten, ", \"seconds\": ", seconds,
+           ", \"bytes_written\": ", bytesWritten, ", \"expert_scale_edge_bytes\": ", scaleEdgeBytes, ", \"seconds\": ", seconds,
            ", \"gb_per_s\": ", seconds > 0 ? static_cast<double>(bytesRead) / 1e9 / seconds : 0.0,
            ", \"peak_rss_bytes\": ", peakRssBytes(), ", \"shards\": [");
   for (size_t i = 0; i < shards.size(); ++i) {

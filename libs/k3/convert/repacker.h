@@ -43,6 +43,7 @@ struct RepackSummary {
   std::vector<ShardStatus> shards;
   uint64_t bytesRead = 0;
   uint64_t bytesWritten = 0;
+  uint64_t scaleEdgeBytes = 0;  // expert ue8m0 scales equal to 0 or 255 (spec §4)
   double seconds = 0;
   bool finalized = false;
   BitSettings bits;

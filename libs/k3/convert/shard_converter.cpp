@@ -51,19 +51,38 @@ class ExpertHasher {
       const PlannedExpert& e = experts_[next_];
       if (e.offset >= end) break;  // starts in a later chunk
       const uint64_t lo = std::max(offset, e.offset), hi = std::min(end, e.offset + e.length);
-      if (lo < hi) sha_.update(data + (lo - offset), hi - lo);
+      if (lo < hi) {
+        sha_.update(data + (lo - offset), hi - lo);
+        countScaleEdges(e, lo, hi, data + (lo - offset));
+      }
       if (e.offset + e.length > end) break;  // continues in the next chunk
       digests_[next_++] = sha_.finishHex();
       sha_.reset();
     }
   }
   bool complete() const { return next_ == experts_.size(); }
+  uint64_t scaleEdgeBytes() const { return scaleEdges_; }
   const std::vector<std::string>& digests() const { return digests_; }
 
  private:
   const std::vector<PlannedExpert>& experts_;
   std::vector<std::string> digests_;
+  // Spec §4: ue8m0 scales 0 and 255 decode differently across engines; real
+  // K3 has none, so count them for the report.
+  void countScaleEdges(const PlannedExpert& e, uint64_t lo, uint64_t hi, const uint8_t* p) {
+    uint64_t start = e.offset;
+    for (int part = 0; part < 6; ++part) {
+      const uint64_t end = start + e.partBytes[part];
+      if (part % 2 == 1) {
+        const uint64_t a = std::max(lo, start), b = std::min(hi, end);
+        for (uint64_t i = a; i < b; ++i) scaleEdges_ += (p[i - lo] == 0 || p[i - lo] == 255);
+      }
+      start = end;
+    }
+  }
+
   size_t next_ = 0;
+  uint64_t scaleEdges_ = 0;
   Sha256 sha_;
 };
 
@@ -120,6 +139,7 @@ ManifestShard ShardConverter::convert(const ShardPlan& plan, const std::string& 
   if (!hasher.complete())
     fail(ErrorKind::Internal, plan.outputFile, ": expert hashing did not cover every expert");
 
+  stats_.scaleEdgeBytes = hasher.scaleEdgeBytes();
   ManifestShard m;
   m.file = plan.outputFile;
   m.size = plan.fileSize;

@@ -43,6 +43,11 @@ class ShardConverter {
   // returns its manifest entry. On any error the temp file is removed and
   // nothing is published. Throws k3::Error (NoSpace when the disk is full).
   ManifestShard convert(const ShardPlan& plan, const std::string& dstDir, ProgressMeter& progress);
+  // Of the last convert(): expert scale bytes equal to 0 or 255 (spec §4 edge cases).
+  struct Stats {
+    uint64_t scaleEdgeBytes = 0;
+  };
+  const Stats& lastStats() const { return stats_; }
 
  private:
   void quantize(const PlanStep& step, int fd, const std::string& srcPath, SafetensorsWriter& w,
@@ -55,6 +60,7 @@ class ShardConverter {
   std::vector<uint8_t> qbuf_;              // its quantized rows
   std::vector<std::vector<float>> rowF32_; // per-thread f32 row
   std::vector<float> scales_;              // sidecar of the current tensor
+  Stats stats_;
 };
 
 }  // namespace k3::convert

@@ -121,6 +121,7 @@ ShardPlan planShard(const Snapshot& snap, const SourceShard& shard, const BitSet
       const TensorInfo& t = *experts[i + static_cast<size_t>(p)].t;
       addCopy(t);
       pe.length += t.nbytes();
+      pe.partBytes[p] = t.nbytes();
     }
     pe.offset = first;  // tensor index for now; turned into a file offset below
     plan.experts.push_back(pe);

@@ -38,6 +38,7 @@ struct PlannedExpert {
   int id = 0;
   uint64_t offset = 0;  // absolute in the output shard
   uint64_t length = 0;
+  uint64_t partBytes[6] = {};  // w1p w1s w2p w2s w3p w3s
 };
 
 struct ShardPlan {
