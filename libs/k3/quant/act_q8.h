@@ -2,8 +2,12 @@
 // to int8 per 32-element group. Doubled e2m1 values are exact int8
 // {0,1,2,3,4,6,8,12} (and negatives), so each 32-group dot is an exact integer:
 //   y[r] = sum_g (float)(sum_{i in g} E2M1x2[code]*xq[i]) * (2^(s_g-127)*0.5*xs_g)
-// (the float factor computed in that order). Approximate w.r.t. the f32 path
-// (activation rounding), an option whose quality the runtime measures.
+// (the scalar reference, factor computed in that order; SIMD paths convert
+// partial integer sums of a group and add them in another order). Approximate
+// w.r.t. the f32 path (activation rounding): an option whose quality cost the
+// runtime measures. Thread-safe; xq/xs are read-only inputs. The AVX2 kernel
+// copies the activations into weight order once per call: on the stack up to
+// 32 KiB (every matvec), once on the heap for bigger prefill batches.
 #pragma once
 
 #include <cstddef>

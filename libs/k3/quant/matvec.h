@@ -16,6 +16,10 @@
 //   I4G64:    sum_g s[r,g] * sum_{i in g} x[i]*(nib-8)      (spec 5.4)
 //   MXFP4:    sum_g 2^(s-127) * sum_{i in g} x[i]*E2M1[code] (spec 4; AVX paths
 //             multiply x by the exact dequantised weight instead)
+// MXFP4 scales use the engine convention of mxfp4.h (s=0 -> 0, s=255 -> inf).
+//
+// All functions are thread-safe (no shared mutable state; the ISA is chosen
+// once per process, see cpu_features.h) and never allocate.
 #pragma once
 
 #include <cstddef>
