@@ -92,11 +92,12 @@ Snapshot Snapshot::open(const std::string& dirIn) {
   s.configSha256_ = Sha256::hexOf(s.configText_.data(), s.configText_.size());
   s.config_ = ModelConfig::parse(s.configText_, cfgPath);
   const std::string idxPath = s.dir_ + "/" + kIndexName;
-  s.index_ = SnapshotIndex::load(idxPath);
-  if (s.index_.weightMap.empty()) fail(ErrorKind::Format, idxPath, ": weight_map is empty");
+  const SnapshotIndex index = SnapshotIndex::load(idxPath);
+  if (index.weightMap.empty()) fail(ErrorKind::Format, idxPath, ": weight_map is empty");
+  s.indexedTensors_ = index.weightMap.size();
 
   std::unordered_set<int> numbers;
-  std::vector<std::string> files = s.index_.shardFiles();
+  std::vector<std::string> files = index.shardFiles();
   std::sort(files.begin(), files.end());
   for (size_t i = 0; i < files.size(); ++i) {
     SourceShard sh;
@@ -115,14 +116,20 @@ Snapshot Snapshot::open(const std::string& dirIn) {
   }
   std::sort(s.shards_.begin(), s.shards_.end(),
             [](const SourceShard& a, const SourceShard& b) { return a.number < b.number; });
-  s.crossCheck();
+  s.crossCheck(index);
   return s;
 }
 
-void Snapshot::crossCheck() {
+void Snapshot::crossCheck(const SnapshotIndex& index_) {
   const std::string idxPath = dir_ + "/" + kIndexName;
-  auto mapped = index_.lookup(idxPath);
-  std::unordered_map<std::string, const SourceShard*> where;
+  // string_view keys into the headers and the index: no copies of ~500k names.
+  std::unordered_map<std::string_view, std::string_view> mapped;
+  mapped.reserve(index_.weightMap.size());
+  for (const auto& [name, shard] : index_.weightMap)
+    if (!mapped.emplace(name, shard).second)
+      fail(ErrorKind::Duplicate, idxPath, ": tensor '", name, "' appears twice in weight_map");
+  std::unordered_map<std::string_view, const SourceShard*> where;
+  where.reserve(index_.weightMap.size());
   for (SourceShard& sh : shards_) {
     for (const TensorInfo& t : sh.st.tensors()) {
       auto [it, fresh] = where.emplace(t.name, &sh);
@@ -153,6 +160,9 @@ void Snapshot::crossCheck() {
     auto it = where.find(name);
     return it == where.end() ? nullptr : it->second->st.find(name);
   };
+  auto pathOf = [&](const std::string& name) -> const std::string& {
+    return where.find(name)->second->path;
+  };
   // Every tensor the config implies, with the implied element count.
   for (const ExpectedTensor& e : expectedDenseTensors(config_, prefix_)) {
     const TensorInfo* t = info(e.name);
@@ -163,7 +173,7 @@ void Snapshot::crossCheck() {
     for (uint64_t d : e.shape) want *= d;
     const bool padded = e.name.size() >= 6 && e.name.compare(e.name.size() - 6, 6, ".A_log") == 0;
     if (padded ? t->numel() < want : t->numel() != want)
-      fail(ErrorKind::Config, where[e.name]->path, ": tensor '", e.name, "' has ", t->numel(),
+      fail(ErrorKind::Config, pathOf(e.name), ": tensor '", e.name, "' has ", t->numel(),
            " elements but config.json implies ", want);
   }
   // Every routed expert of every MoE layer, six U8 parts of exact shape.
@@ -178,7 +188,7 @@ void Snapshot::crossCheck() {
           fail(ErrorKind::Missing, dir_, ": expert (layer ", layer, ", id ", e, ") tensor '", name,
                "' is missing");
         if (t->dtype != Dtype::U8 || t->shape != expertPartShape(config_, part))
-          fail(ErrorKind::Config, where[name]->path, ": expert tensor '", name,
+          fail(ErrorKind::Config, pathOf(name), ": expert tensor '", name,
                "' is not U8 with the shape config.json implies");
       }
     }
@@ -195,7 +205,7 @@ void Snapshot::crossCheck() {
         (en.expert >= config_.numExperts || !config_.isMoeLayer(en.layer)))
       fail(ErrorKind::Config, sh->path, ": expert tensor '", name,
            "' does not fit config.json (num_experts = ", config_.numExperts, ")");
-    if (!prefix_.empty() && name.compare(0, prefix_.size(), prefix_) != 0)
+    if (!prefix_.empty() && name.substr(0, prefix_.size()) != prefix_)
       fail(ErrorKind::Format, sh->path, ": tensor '", name, "' lacks the '", prefix_,
            "' prefix the other text tensors carry");
   }

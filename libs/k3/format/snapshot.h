@@ -39,7 +39,7 @@ class Snapshot {
   const std::string& configText() const { return configText_; }
   const std::string& configSha256() const { return configSha256_; }
   const std::string& prefix() const { return prefix_; }  // "" or "language_model."
-  const SnapshotIndex& index() const { return index_; }
+  size_t indexedTensors() const { return indexedTensors_; }  // weight_map entries
   const std::vector<SourceShard>& shards() const { return shards_; }  // by number
   // Shards that produce an output shard (hold text tensors).
   std::vector<const SourceShard*> textShards() const;
@@ -55,13 +55,13 @@ class Snapshot {
   static void identify(const std::string& path, uint64_t& size, std::string& headerSha256);
 
  private:
-  void crossCheck();
+  void crossCheck(const SnapshotIndex& index);  // the index is not kept: it repeats the headers
 
   std::string dir_;
   ModelConfig config_;
   std::string configText_, configSha256_;
   std::string prefix_;
-  SnapshotIndex index_;
+  size_t indexedTensors_ = 0;
   std::vector<SourceShard> shards_;
 };
 
