@@ -33,7 +33,7 @@ using namespace k3::model;
 
 struct Args {
   std::string dir, prompt, system, ids, logitsOut, perplexity;
-  bool chat = false, think = true, json = false, noBos = false;
+  bool chat = false, think = true, json = false, noBos = false, preload = false;
   size_t maxTokens = 256, threads = 0, chunk = 32, ctx = 4096;
   float temp = 0.0f, topP = 1.0f;
   int topK = 0;
@@ -153,6 +153,8 @@ std::string jsonIds(const char* key, const std::vector<int32_t>& ids) {
 int runMain(const Args& a) {
   auto weights = ModelWeights::open(a.dir);
   const ModelConfig& cfg = weights->config();
+  // Experts stay on demand when their memory is bounded.
+  if (a.preload) weights->prefault(a.expertGb <= 0.0);
   const bool needTokenizer = !a.prompt.empty() || a.chat || !a.perplexity.empty();
   std::optional<tok::Tokenizer> tok;
   if (needTokenizer) tok.emplace(tok::Tokenizer::fromDirectory(a.dir));
@@ -284,6 +286,7 @@ int main(int argc, char** argv) {
   app.add_option("--threads", a.threads, "threads (0 = all cores)");
   app.add_option("--chunk", a.chunk, "prefill chunk size in tokens (default 32)")->check(CLI::PositiveNumber);
   app.add_option("--ctx", a.ctx, "context capacity in tokens (default 4096)")->check(CLI::PositiveNumber);
+  app.add_flag("--preload", a.preload, "map every weight page at start (warm page cache; experts too unless --expert-gb)");
   app.add_flag("--no-bos", a.noBos, "do not prepend the config's BOS to a raw prompt");
   app.add_flag("--json", a.json, "print results and stats as one JSON object");
   CLI11_PARSE(app, argc, argv);

@@ -76,7 +76,9 @@ TEST(ModelResidency, BoundedExpertMemoryGivesIdenticalLogits) {
     bounded.feed(ids, got.data());
     EXPECT_TRUE(bounded.residency().bounded());
     EXPECT_LE(bounded.residency().residentBytes(), budget);
-    if (div == 32) EXPECT_GT(bounded.residency().bytesRead(), budget);  // it had to read experts again
+    if (div == 32) {
+      EXPECT_GT(bounded.residency().bytesRead(), budget);  // it had to read experts again
+    }
     EXPECT_TRUE(sameBits(got, unbounded)) << "budget 1/" << div;
   }
 }

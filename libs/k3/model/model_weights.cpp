@@ -1,5 +1,8 @@
 #include "k3/model/model_weights.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -232,6 +235,30 @@ void checkIndexedShards(const std::string& dir, const std::vector<std::string>& 
 }
 
 }  // namespace
+
+void ModelWeights::prefault(bool withExperts) const {
+#ifndef MADV_POPULATE_READ
+  constexpr int MADV_POPULATE_READ = 22;  // Linux 5.14
+#endif
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  for (const auto& s : shards_) {
+    const MappedFile& m = s.mapping();
+    if (!m.data() || m.size() == 0) continue;
+    // Without experts: populate up to the first expert byte (experts are
+    // stored after every other tensor in a k3 container shard).
+    size_t end = m.size();
+    if (!withExperts)
+      for (const TensorInfo& t : s.tensors())
+        if (t.name.find(".block_sparse_moe.experts.") != std::string::npos)
+          end = std::min<size_t>(end, s.dataOffset() + t.begin);
+    if (end == 0) continue;
+    auto* p = const_cast<uint8_t*>(m.data());
+    if (::madvise(p, end, MADV_POPULATE_READ) != 0) {
+      volatile uint8_t sink = 0;  // older kernels: touch one byte per page
+      for (size_t o = 0; o < end; o += page) sink = sink + p[o];
+    }
+  }
+}
 
 uint64_t ModelWeights::mappedBytesTotal() const {
   uint64_t n = 0;

@@ -37,12 +37,15 @@ MoeLayer::MoeLayer(const ModelConfig& c, size_t maxChunk)
   u_.resize(maxChunk * lat_);
   unique_.reserve(E_);
   isUsed_.resize(E_);
-  rowsToken_.resize(maxChunk);
-  rowsWeight_.resize(maxChunk);
-  zg_.resize(maxChunk * lat_);
-  h1_.resize(maxChunk * inter_);
-  h3_.resize(maxChunk * inter_);
-  y2_.resize(maxChunk * lat_);
+  const size_t pairs = maxChunk * k_;
+  rowBegin_.resize(E_ + 1);
+  rowToken_.resize(pairs);
+  rowWeight_.resize(pairs);
+  acquired_.resize(E_);
+  zg_.resize(pairs * lat_);
+  h1_.resize(pairs * inter_);
+  h3_.resize(pairs * inter_);
+  y2_.resize(pairs * lat_);
   sg_.resize(maxChunk * ish_);
   su_.resize(maxChunk * ish_);
   sy_.resize(maxChunk * D_);
@@ -63,10 +66,43 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
     if (isUsed_[e]) unique_.push_back(static_cast<int>(e));
   residency.willUse(layer, unique_.data(), unique_.size());
 
-  // 4–5. Latent down-projection, then each unique expert once over its tokens.
+  // 4–5. Latent down-projection; gather each expert's tokens; run the experts
+  // (threads take whole experts, balanced by rows); add in ascending id.
   linear(pool, w.downLatent, x, n, z_.data());
+  size_t pairs = 0;
+  for (size_t u = 0; u < unique_.size(); ++u) {
+    rowBegin_[u] = pairs;
+    for (size_t t = 0; t < n; ++t)
+      for (size_t j = 0; j < k_; ++j)
+        if (topIds_[t * k_ + j] == unique_[u]) {
+          rowToken_[pairs] = static_cast<int>(t);
+          rowWeight_[pairs] = topW_[t * k_ + j];
+          std::copy_n(&z_[t * lat_], lat_, &zg_[pairs * lat_]);
+          ++pairs;
+        }
+  }
+  rowBegin_[unique_.size()] = pairs;
+  const size_t U = unique_.size();
+  if (!residency.bounded()) {
+    for (size_t u = 0; u < U; ++u) acquired_[u] = &residency.acquire(layer, unique_[u]);
+    pool.run([&](size_t tid, size_t nt) {
+      // Contiguous expert ranges of about pairs/nt rows: thread t starts at
+      // the first expert whose rows begin at or after t·pairs/nt.
+      auto start = [&](size_t t) {
+        size_t u = 0;
+        while (u < U && rowBegin_[u] * nt < pairs * t) ++u;
+        return u;
+      };
+      for (size_t u = start(tid), end = start(tid + 1); u < end; ++u) runExpert(*acquired_[u], u, nullptr);
+    });
+  } else {
+    // A bounded slot holds only until the next acquire: one expert at a
+    // time, its rows split over the threads.
+    for (size_t u = 0; u < U; ++u) runExpert(residency.acquire(layer, unique_[u]), u, &pool);
+  }
   std::fill(u_.begin(), u_.begin() + static_cast<std::ptrdiff_t>(n * lat_), 0.0f);
-  for (int id : unique_) runExpert(residency.acquire(layer, id), id, n, pool);
+  for (size_t r = 0; r < pairs; ++r)  // pairs are in ascending expert id
+    axpy(rowWeight_[r], &y2_[r * lat_], &u_[static_cast<size_t>(rowToken_[r]) * lat_], lat_);
 
   // 6. Normalise the aggregate and project back up.
   for (size_t t = 0; t < n; ++t) rmsNorm(&u_[t * lat_], w.expertNorm.data(), lat_, eps_, &u_[t * lat_]);
@@ -80,23 +116,18 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
   for (size_t i = 0; i < n * D_; ++i) out[i] += sy_[i];
 }
 
-void MoeLayer::runExpert(const ExpertWeights& e, int id, size_t n, ThreadPool& pool) {
-  // Gather the tokens routed to this expert (and their weights).
-  size_t m = 0;
-  for (size_t t = 0; t < n; ++t)
-    for (size_t j = 0; j < k_; ++j)
-      if (topIds_[t * k_ + j] == id) {
-        rowsToken_[m] = static_cast<int>(t);
-        rowsWeight_[m] = topW_[t * k_ + j];
-        std::copy_n(&z_[t * lat_], lat_, &zg_[m * lat_]);
-        ++m;
-      }
-  linear(pool, e.w1, zg_.data(), m, h1_.data());
-  linear(pool, e.w3, zg_.data(), m, h3_.data());
-  situGlu(h1_.data(), h3_.data(), m * inter_, b1_, b2_, h1_.data());
-  linear(pool, e.w2, h1_.data(), m, y2_.data());
-  for (size_t r = 0; r < m; ++r)
-    axpy(rowsWeight_[r], &y2_[r * lat_], &u_[static_cast<size_t>(rowsToken_[r]) * lat_], lat_);
+void MoeLayer::runExpert(const ExpertWeights& e, size_t u, ThreadPool* pool) {
+  const size_t r0 = rowBegin_[u], m = rowBegin_[u + 1] - r0;
+  auto apply = [&](const WeightView& w, const float* X, float* Y) {
+    if (pool)
+      linear(*pool, w, X, m, Y);
+    else
+      linearRows(w, X, m, Y, 0, w.rows);
+  };
+  apply(e.w1, &zg_[r0 * lat_], &h1_[r0 * inter_]);
+  apply(e.w3, &zg_[r0 * lat_], &h3_[r0 * inter_]);
+  situGlu(&h1_[r0 * inter_], &h3_[r0 * inter_], m * inter_, b1_, b2_, &h1_[r0 * inter_]);
+  apply(e.w2, &h1_[r0 * inter_], &y2_[r0 * lat_]);
 }
 
 }  // namespace k3::model

@@ -4,9 +4,11 @@
 // plus fused shared experts at full width. All MLPs are SiTU-GLU.
 //
 // A chunk runs each unique expert once over all the tokens routed to it, so
-// every expert's weights are streamed once per chunk. Each token adds its
-// expert outputs in ascending expert id, whatever the chunk size, which keeps
-// chunked prefill bit-identical to token-at-a-time.
+// every expert's weights are streamed once per chunk. The pool's threads take
+// whole experts (one parallel region per layer, not one per matrix); each
+// token then adds its expert outputs in ascending expert id, whatever the
+// chunk size or thread count, which keeps chunked prefill bit-identical to
+// token-at-a-time.
 #pragma once
 
 #include <cstddef>
@@ -33,7 +35,9 @@ class MoeLayer {
                ExpertResidency& residency);
 
  private:
-  void runExpert(const ExpertWeights& e, int id, size_t n, ThreadPool& pool);
+  // Expert unique_[u] over its gathered rows [rowBegin_[u], rowBegin_[u+1]),
+  // on this thread, or with its output rows split over `pool` when given.
+  void runExpert(const ExpertWeights& e, size_t u, ThreadPool* pool);
 
   size_t D_, E_, k_, lat_, inter_, ish_;
   float b1_, b2_, eps_;
@@ -41,9 +45,13 @@ class MoeLayer {
   std::vector<int> topIds_;
   std::vector<int> unique_;                  // experts used by the chunk, ascending
   std::vector<uint8_t> isUsed_;              // [E]
-  std::vector<int> rowsToken_;               // tokens routed to the expert being run
-  std::vector<float> rowsWeight_;
-  std::vector<float> zg_, h1_, h3_, y2_;     // per-expert batches
+  // Token-expert pairs grouped by expert: rows [rowBegin_[u], rowBegin_[u+1])
+  // belong to unique_[u].
+  std::vector<size_t> rowBegin_;
+  std::vector<int> rowToken_;
+  std::vector<float> rowWeight_;
+  std::vector<const ExpertWeights*> acquired_;
+  std::vector<float> zg_, h1_, h3_, y2_;     // [pairs × latent / inter]
   std::vector<float> sg_, su_, sy_;          // shared experts
 };
 
