@@ -70,6 +70,9 @@ int main(int argc, char** argv) {
   app.add_option("--source", source, "also hash the source snapshot's expert bytes against the manifest");
   app.add_option("--threads", threads, "hashing threads (default: all cores)");
   app.add_flag("--json", json, "print a machine-readable report on stdout");
+  std::string io = "auto";
+  app.add_option("--io", io, "--full reads: direct (O_DIRECT), buffered, or auto (direct unless cached)")
+      ->check(CLI::IsMember({"auto", "buffered", "direct"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -81,6 +84,9 @@ int main(int argc, char** argv) {
   opts.full = full;
   opts.source = source;
   opts.threads = threads;
+  opts.io = io == "direct" ? k3::verify::IoMode::Direct
+            : io == "buffered" ? k3::verify::IoMode::Buffered
+                               : k3::verify::IoMode::Auto;
   k3::verify::VerifyProgress progress;
   const bool hashing = full || !source.empty();
   if (hashing && ::isatty(STDERR_FILENO)) opts.progress = &progress;

@@ -1,5 +1,7 @@
 #include "k3/verify/hash_pass.h"
 
+#include "k3/verify/block_reader.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -34,18 +36,6 @@ struct Fd {
   Fd& operator=(const Fd&) = delete;
 };
 
-// Page-aligned reusable read buffer (one per thread).
-struct Buffer {
-  explicit Buffer(size_t n) : size(n), data(static_cast<uint8_t*>(std::aligned_alloc(4096, n))) {
-    if (!data) throw std::bad_alloc();
-  }
-  ~Buffer() { std::free(data); }
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  size_t size;
-  uint8_t* data;
-};
-
 // Reads up to len bytes at offset; returns bytes read (short only at EOF).
 size_t preadFull(int fd, uint8_t* buf, size_t len, uint64_t offset) {
   size_t got = 0;
@@ -75,8 +65,8 @@ void runJobs(const std::vector<uint64_t>& weights, const HashOptions& opts, Job&
   std::atomic<size_t> next{0};
   ThreadPool pool(threadCount(opts, order.size()));
   pool.run([&](size_t, size_t) {
-    Buffer buf(opts.blockBytes);
-    for (size_t k; (k = next.fetch_add(1)) < order.size();) job(order[k], buf);
+    ReadBuffers buffers(opts.blockBytes, 3);
+    for (size_t k; (k = next.fetch_add(1)) < order.size();) job(order[k], buffers);
   });
 }
 
@@ -122,60 +112,55 @@ uint64_t hashContainer(const ContainerFacts& facts, const HashOptions& opts, Ver
   }
   std::mutex mu;
   std::atomic<uint64_t> bytesRead{0};
-  runJobs(weights, opts, [&](size_t j, Buffer& buf) {
+  runJobs(weights, opts, [&](size_t j, ReadBuffers& buffers) {
     const ShardJob& job = jobs[j];
     const std::string& file = job.shard->file;
     std::vector<Problem> found;
-    Fd fd(job.shard->path);
-    if (fd.fd < 0) {
-      found.push_back({ProblemKind::Unreadable, file, "", -1, -1, cat("cannot open: ", std::strerror(errno))});
-    } else {
-      ::posix_fadvise(fd.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    try {
+      const bool direct = opts.io == IoMode::Direct ||
+                          (opts.io == IoMode::Auto && pageCacheFraction(job.shard->path) < 0.5);
+      BlockReader reader(job.shard->path, direct, buffers);
       Sha256 whole;
       std::vector<ExpertRange> ranges;
       ranges.reserve(job.experts.size());
       for (const auto* e : job.experts) ranges.push_back({e, Sha256(), false});
       size_t first = 0;  // ranges before `first` are finished
       uint64_t off = 0;
-      try {
-        for (;;) {
-          const size_t n = preadFull(fd.fd, buf.data, buf.size, off);
-          if (n == 0) break;
-          whole.update(buf.data, n);
-          const uint64_t blockEnd = off + n;
-          for (size_t r = first; r < ranges.size() && ranges[r].fact->begin < blockEnd; ++r) {
-            ExpertRange& er = ranges[r];
-            if (er.done) continue;
-            const uint64_t b = std::max(er.fact->begin, off), e = std::min(er.fact->end, blockEnd);
-            if (b < e) er.hash.update(buf.data + (b - off), e - b);
-            if (er.fact->end <= blockEnd) {
-              er.done = true;
-              const std::string got = er.hash.finishHex();
-              if (got != er.fact->sha256)
-                found.push_back({ProblemKind::Hash, file, "", er.fact->layer, er.fact->id,
-                                 cat("expert bytes [", er.fact->begin, ", ", er.fact->end, ") have SHA-256 ",
-                                     got, ", manifest says ", er.fact->sha256)});
-            }
+      for (BlockReader::Block b; (b = reader.next()).size > 0;) {
+        whole.update(b.data, b.size);
+        const uint64_t blockEnd = off + b.size;
+        for (size_t r = first; r < ranges.size() && ranges[r].fact->begin < blockEnd; ++r) {
+          ExpertRange& er = ranges[r];
+          if (er.done) continue;
+          const uint64_t lo = std::max(er.fact->begin, off), hi = std::min(er.fact->end, blockEnd);
+          if (lo < hi) er.hash.update(b.data + (lo - off), hi - lo);
+          if (er.fact->end <= blockEnd) {
+            er.done = true;
+            const std::string got = er.hash.finishHex();
+            if (got != er.fact->sha256)
+              found.push_back({ProblemKind::Hash, file, "", er.fact->layer, er.fact->id,
+                               cat("expert bytes [", er.fact->begin, ", ", er.fact->end, ") have SHA-256 ",
+                                   got, ", manifest says ", er.fact->sha256)});
           }
-          while (first < ranges.size() && ranges[first].done) ++first;
-          off = blockEnd;
-          bytesRead += n;
-          if (opts.progress) *opts.progress += n;
         }
-        if (off != job.shard->size)
-          found.push_back({ProblemKind::Size, file, "", -1, -1,
-                           cat("read ", off, " bytes but the file was ", job.shard->size, " bytes when opened")});
-        const std::string got = whole.finishHex();
-        if (got != job.manifest->sha256)
-          found.push_back({ProblemKind::Hash, file, "", -1, -1,
-                           cat("shard SHA-256 is ", got, ", manifest says ", job.manifest->sha256)});
-        for (auto& er : ranges)
-          if (!er.done)
-            found.push_back({ProblemKind::Size, file, "", er.fact->layer, er.fact->id,
-                             "expert byte range extends past the end of the file"});
-      } catch (const Error& e) {
-        found.push_back({ProblemKind::Unreadable, file, "", -1, -1, e.what()});
+        while (first < ranges.size() && ranges[first].done) ++first;
+        off = blockEnd;
+        bytesRead += b.size;
+        if (opts.progress) *opts.progress += b.size;
       }
+      if (off != job.shard->size)
+        found.push_back({ProblemKind::Size, file, "", -1, -1,
+                         cat("read ", off, " bytes but the file was ", job.shard->size, " bytes when opened")});
+      const std::string got = whole.finishHex();
+      if (got != job.manifest->sha256)
+        found.push_back({ProblemKind::Hash, file, "", -1, -1,
+                         cat("shard SHA-256 is ", got, ", manifest says ", job.manifest->sha256)});
+      for (auto& er : ranges)
+        if (!er.done)
+          found.push_back({ProblemKind::Size, file, "", er.fact->layer, er.fact->id,
+                           "expert byte range extends past the end of the file"});
+    } catch (const Error& e) {
+      found.push_back({ProblemKind::Unreadable, file, "", -1, -1, e.what()});
     }
     std::lock_guard<std::mutex> lock(mu);
     report.merge(std::move(found));
@@ -292,7 +277,9 @@ uint64_t hashSource(const std::string& srcDir, const ContainerFacts& facts, cons
   }
   std::mutex mu;
   std::atomic<uint64_t> bytesRead{0};
-  runJobs(weights, opts, [&](size_t r, Buffer& buf) {
+  runJobs(weights, opts, [&](size_t r, ReadBuffers& buffers) {
+    const size_t bufSize = buffers.blockBytes();
+    uint8_t* const buf = buffers.at(0);
     std::vector<Problem> found;
     const std::string& file = files[jobs[runs[r].front()].shard];
     Fd fd(paths[jobs[runs[r].front()].shard]);
@@ -306,9 +293,9 @@ uint64_t hashSource(const std::string& srcDir, const ContainerFacts& facts, cons
           bool shortRead = false;
           for (auto [b, e] : job.ranges) {
             for (uint64_t off = b; off < e && !shortRead;) {
-              const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size, e - off));
-              const size_t n = preadFull(fd.fd, buf.data, want, off);
-              h.update(buf.data, n);
+              const size_t want = static_cast<size_t>(std::min<uint64_t>(bufSize, e - off));
+              const size_t n = preadFull(fd.fd, buf, want, off);
+              h.update(buf, n);
               off += n;
               bytesRead += n;
               if (opts.progress) *opts.progress += n;

@@ -15,9 +15,14 @@
 
 namespace k3::verify {
 
+// How container shards are read: Auto reads a file with O_DIRECT unless
+// most of it is already in the page cache.
+enum class IoMode { Auto, Buffered, Direct };
+
 struct HashOptions {
   size_t threads = 0;                        // 0 = all cores
-  size_t blockBytes = size_t{8} << 20;       // sequential read size
+  size_t blockBytes = size_t{4} << 20;       // sequential read size
+  IoMode io = IoMode::Auto;
   std::atomic<uint64_t>* progress = nullptr; // bytes hashed so far (for a progress bar)
 };
 

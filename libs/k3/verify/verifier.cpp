@@ -17,6 +17,7 @@ VerifyReport verifyContainer(const std::string& dst, const VerifyOptions& opts) 
   HashOptions hopts;
   hopts.threads = opts.threads;
   hopts.blockBytes = opts.blockBytes;
+  hopts.io = opts.io;
   if (opts.progress) {
     hopts.progress = &opts.progress->done;
     uint64_t total = 0;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "k3/verify/hash_pass.h"
 #include "k3/verify/verify_report.h"
 
 namespace k3::verify {
@@ -21,7 +22,8 @@ struct VerifyOptions {
   bool full = false;           // SHA-256 of every shard and expert
   std::string source;          // non-empty: also hash the source's experts
   size_t threads = 0;          // 0 = all cores
-  size_t blockBytes = size_t{8} << 20;
+  size_t blockBytes = size_t{4} << 20;
+  IoMode io = IoMode::Auto;    // how --full reads the shards
   VerifyProgress* progress = nullptr;
 };
 

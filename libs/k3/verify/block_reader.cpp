@@ -1,0 +1,127 @@
+#include "k3/verify/block_reader.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <new>
+
+#include "k3/io/error.h"
+
+namespace k3::verify {
+
+double pageCacheFraction(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  struct stat st {};
+  double frac = 0;
+  if (::fstat(fd, &st) == 0 && st.st_size > 0) {
+    const size_t size = static_cast<size_t>(st.st_size);
+    void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+    if (map != MAP_FAILED) {
+      const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+      std::vector<unsigned char> vec((size + page - 1) / page);
+      if (::mincore(map, size, vec.data()) == 0) {
+        size_t resident = 0;
+        for (unsigned char v : vec) resident += v & 1;
+        frac = static_cast<double>(resident) / static_cast<double>(vec.size());
+      }
+      ::munmap(map, size);
+    }
+  }
+  ::close(fd);
+  return frac;
+}
+
+ReadBuffers::ReadBuffers(size_t blockBytes, size_t depth)
+    : blockBytes_((blockBytes + 4095) / 4096 * 4096), data_(depth < 2 ? 2 : depth, nullptr) {
+  for (auto& d : data_) {
+    d = static_cast<uint8_t*>(std::aligned_alloc(size_t{2} << 20, blockBytes_));
+    if (!d) {
+      for (auto* x : data_) std::free(x);
+      throw std::bad_alloc();
+    }
+    ::madvise(d, blockBytes_, MADV_HUGEPAGE);
+  }
+}
+
+ReadBuffers::~ReadBuffers() {
+  for (auto* d : data_) std::free(d);
+}
+
+BlockReader::BlockReader(const std::string& path, bool direct, ReadBuffers& buffers)
+    : path_(path), blockBytes_(buffers.blockBytes()), slots_(buffers.depth()) {
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
+  if (fd_ < 0 && direct) fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);  // fs without O_DIRECT
+  if (fd_ < 0) failErrno(errno, path, "cannot open");
+  if (!direct) ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
+  for (size_t i = 0; i < slots_.size(); ++i) slots_[i].data = buffers.at(i);
+  thread_ = std::thread([this] { produce(); });
+}
+
+BlockReader::~BlockReader() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  freed_.notify_all();
+  thread_.join();
+  ::close(fd_);
+}
+
+void BlockReader::produce() {
+  uint64_t offset = 0;
+  for (size_t at = 0;; at = (at + 1) % slots_.size()) {
+    Slot& s = slots_[at];
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      freed_.wait(lock, [&] { return stop_ || !s.full; });
+      if (stop_) return;
+    }
+    size_t got = 0;
+    int err = 0;
+    while (got < blockBytes_) {
+      ssize_t n = ::pread(fd_, s.data + got, blockBytes_ - got, static_cast<off_t>(offset + got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        err = errno;
+        break;
+      }
+      if (n == 0) break;
+      got += static_cast<size_t>(n);
+      if (got % 4096 != 0) break;  // short read at EOF (direct reads need aligned offsets)
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    s.size = got;
+    s.offset = offset;
+    s.last = err != 0 || got < blockBytes_;
+    s.full = true;
+    error_ = err;
+    filled_.notify_one();
+    offset += got;
+    if (s.last) return;
+  }
+}
+
+BlockReader::Block BlockReader::next() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (holding_) {
+    Slot& prev = slots_[consumeAt_];
+    const bool wasLast = prev.last;
+    if (wasLast) return Block{nullptr, 0, prev.offset + prev.size};
+    prev.full = false;
+    holding_ = false;
+    consumeAt_ = (consumeAt_ + 1) % slots_.size();
+    freed_.notify_one();
+  }
+  Slot& s = slots_[consumeAt_];
+  filled_.wait(lock, [&] { return s.full; });
+  if (s.last && error_ != 0) failErrno(error_, path_, "read failed");
+  holding_ = true;
+  return Block{s.data, s.size, s.offset};
+}
+
+}  // namespace k3::verify
