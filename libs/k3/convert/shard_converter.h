@@ -1,7 +1,9 @@
 // ShardConverter: streams one output shard from its source shard following a
-// ShardPlan. The producer (calling thread) reads the source with large
-// sequential preads straight into the writer's aligned chunks (or into a
-// row-block buffer that the thread pool quantizes); the writer pipeline
+// ShardPlan. Every source byte is read once, in output order: the dense
+// tensors in file order, then each expert's six back-to-back tensors as one
+// large pread (K3: 17.5 MB), with readahead hints for the next span. The
+// producer (calling thread) reads straight into the writer's aligned chunks
+// (or into a row-block buffer that the thread pool quantizes); the writer pipeline
 // hashes (whole file + each expert's bytes) and writes with O_DIRECT from its
 // own threads, so reading, quantizing, hashing and writing overlap.
 // Memory is fixed at construction (see docs/CONTAINER.md, "Resource bounds").
