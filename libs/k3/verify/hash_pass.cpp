@@ -231,6 +231,35 @@ uint64_t hashSource(const std::string& srcDir, const ContainerFacts& facts, cons
       report.add(ProblemKind::Source, files.back(), "", cat("source shard unusable: ", e.what()));
     }
   }
+  // Each source shard is still the one the container was made from (size, header bytes).
+  for (const auto& s : facts.manifest->shards) {
+    if (s.sourceFile.empty()) continue;
+    const std::string path = (fs::path(srcDir) / s.sourceFile).string();
+    std::error_code sec;
+    const uint64_t size = fs::file_size(path, sec);
+    if (sec) {
+      report.add(ProblemKind::Source, s.file, "", cat("source shard ", s.sourceFile, " is missing"));
+      continue;
+    }
+    if (size != s.sourceSize) {
+      report.add(ProblemKind::Source, s.file, "",
+                 cat("source shard ", s.sourceFile, " is ", size, " bytes, manifest says ", s.sourceSize));
+      continue;
+    }
+    Fd fd(path);
+    uint8_t len[8];
+    if (fd.fd < 0 || size < 8 || preadFull(fd.fd, len, 8, 0) != 8) continue;  // reported below
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; --i) n = (n << 8) | len[i];
+    if (n > size - 8) continue;
+    std::vector<uint8_t> head(static_cast<size_t>(8 + n));
+    if (preadFull(fd.fd, head.data(), head.size(), 0) != head.size()) continue;
+    const std::string got = Sha256::hexOf(head.data(), head.size());
+    if (got != s.sourceHeaderSha256)
+      report.add(ProblemKind::Source, s.file, "",
+                 cat("source shard ", s.sourceFile, " header has SHA-256 ", got, ", manifest says ",
+                     s.sourceHeaderSha256, " (source changed since conversion)"));
+  }
   std::vector<SourceJob> jobs;
   for (const auto& m : facts.manifest->experts) {
     SourceJob job{&m, 0, {}, 0};

@@ -13,7 +13,8 @@ ManifestFacts loadManifestFacts(const std::string& path) {
   f.headBits = m.settings.headBits;
   f.expertBytes = m.expertBytes;
   for (const auto& s : m.shards) {
-    f.shards.push_back({s.file, s.size, s.sha256, s.dataOffset, s.tensors});
+    f.shards.push_back({s.file, s.size, s.sha256, s.dataOffset, s.tensors, s.source.file, s.source.size,
+                        s.source.headerSha256});
     for (const auto& e : s.experts)
       f.experts.push_back({e.layer, e.id, s.file, e.offset, e.offset + e.length, e.sha256});
   }

@@ -16,6 +16,9 @@ struct ManifestShardFact {
   std::string sha256;  // lowercase hex of the whole file
   uint64_t dataOffset = 0;  // 8 + N
   uint64_t tensors = 0;     // header entry count
+  std::string sourceFile;   // the source shard it was made from
+  uint64_t sourceSize = 0;
+  std::string sourceHeaderSha256;  // of the source's first 8 + N bytes
 };
 
 struct ManifestFileFact {  // a copied extra file (config.json, ...)
