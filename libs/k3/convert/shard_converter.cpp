@@ -75,7 +75,10 @@ class ExpertHasher {
       const uint64_t end = start + e.partBytes[part];
       if (part % 2 == 1) {
         const uint64_t a = std::max(lo, start), b = std::min(hi, end);
-        for (uint64_t i = a; i < b; ++i) scaleEdges_ += (p[i - lo] == 0 || p[i - lo] == 255);
+        uint64_t n = 0;
+        const uint8_t* q = p + (a - lo);
+        for (uint64_t i = 0; i < (b > a ? b - a : 0); ++i) n += static_cast<uint8_t>(q[i] + 1) <= 1;  // 0 or 255
+        scaleEdges_ += n;
       }
       start = end;
     }
