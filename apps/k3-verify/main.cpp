@@ -1,5 +1,6 @@
 // k3-verify DST [--full] [--source SRC] [--threads N] [--json]
-// Checks a repacked K3 container; exit 0 = sound, 1 = problems, 2 = could not run.
+// Checks a repacked K3 container; exit 0 = sound, 1 = problems, 2 = could not
+// run (usage, DST unreadable, or a file in it could not be read).
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -99,6 +100,7 @@ int main(int argc, char** argv) {
     }
     if (json) std::cout << report.json();
     else std::cout << report.text();
+    if (report.incomplete()) return 2;  // something could not be read: not a verdict
     return report.sound() ? 0 : 1;
   } catch (const k3::Error& e) {
     std::cerr << "k3-verify: [" << k3::errorKindName(e.kind()) << "] " << e.what() << "\n";

@@ -47,6 +47,11 @@ void VerifyReport::merge(std::vector<Problem> more) {
   for (auto& p : more) problems_.push_back(std::move(p));
 }
 
+bool VerifyReport::incomplete() const {
+  return std::any_of(problems_.begin(), problems_.end(),
+                     [](const Problem& p) { return p.kind == ProblemKind::Unreadable; });
+}
+
 void VerifyReport::sort() {
   std::stable_sort(problems_.begin(), problems_.end(), [](const Problem& a, const Problem& b) {
     return std::tie(a.shard, a.layer, a.expert, a.tensor, a.what) <
@@ -69,7 +74,8 @@ std::string VerifyReport::text() const {
 std::string VerifyReport::json() const {
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.3f", summary_.seconds);
-  std::string o = cat("{\"sound\":", sound() ? "true" : "false", ",\"summary\":{\"mode\":",
+  std::string o = cat("{\"sound\":", sound() ? "true" : "false", ",\"incomplete\":",
+                      incomplete() ? "true" : "false", ",\"summary\":{\"mode\":",
                       jsonString(summary_.mode), ",\"shards\":", summary_.shards,
                       ",\"tensors\":", summary_.tensors, ",\"experts\":", summary_.experts,
                       ",\"bytes_hashed\":", summary_.bytesHashed, ",\"seconds\":", secs,

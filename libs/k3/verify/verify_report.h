@@ -57,6 +57,8 @@ class VerifyReport {
   void merge(std::vector<Problem> more);
 
   bool sound() const { return problems_.empty(); }
+  // Some file could not be read at all (the run is incomplete: exit 2).
+  bool incomplete() const;
   const std::vector<Problem>& problems() const { return problems_; }
   VerifySummary& summary() { return summary_; }
   const VerifySummary& summary() const { return summary_; }
