@@ -4,6 +4,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { Tiktoken } from "tiktoken/lite";
+export { Tiktoken };
 import { Tokenizer as HfTokenizer } from "tokenizers";
 
 // tokenization_kimi.py pat_str (spec 7.3), verbatim: tiktoken's fancy-regex reads it as is.

@@ -1,101 +1,181 @@
 #include "k3/tok/pretokenizer.h"
 
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
-
-#include "k3/io/error.h"
-
 namespace k3::tok {
 
 const char* const kKimiPattern =
     R"([\p{Han}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
-// Unicode White_Space, as Rust regex's \s (see header).
-#define K3_WS R"(\t\n\x{0B}\f\r\x{20}\x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000})"
-#define K3_S1 R"((?:(?!\p{sc:Han})[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]))"
-#define K3_S2 R"((?:(?!\p{sc:Han})[\p{Ll}\p{Lm}\p{Lo}\p{M}]))"
-#define K3_CONTRACTION R"((?i:'s|'t|'re|'ve|'m|'ll|'d)?)"
+namespace {
 
-const char* const kKimiPatternPcre2 =
-    R"(\p{sc:Han}+)"
-    R"(|[^\r\n\p{L}\p{N}]?)" K3_S1 "*" K3_S2 "+" K3_CONTRACTION
-    R"(|[^\r\n\p{L}\p{N}]?)" K3_S1 "+" K3_S2 "*" K3_CONTRACTION
-    R"(|\p{N}{1,3})"
-    R"(| ?[^)" K3_WS R"(\p{L}\p{N}]+[\r\n]*)"
-    R"(|[)" K3_WS R"(]*[\r\n]+)"
-    R"(|[)" K3_WS R"(]+(?![^)" K3_WS R"(]))"
-    R"(|[)" K3_WS R"(]+)";
+using namespace unicode;
 
-struct PreTokenizer::Code {
-  pcre2_code* re = nullptr;
-  ~Code() { pcre2_code_free(re); }
+constexpr uint8_t kInvalid = 0x80;  // not valid UTF-8: in no class, not even negated ones
+
+struct Char {
+  char32_t cp;
+  uint8_t len;    // bytes
+  uint8_t flags;  // unicode::Flag bits, or kInvalid
 };
 
-struct PreTokenizer::Scratch::Impl {
-  pcre2_match_data* md = nullptr;
-  pcre2_match_context* mc = nullptr;
-  pcre2_jit_stack* stack = nullptr;
-  ~Impl() {
-    pcre2_match_data_free(md);
-    pcre2_match_context_free(mc);
-    pcre2_jit_stack_free(stack);
+class Scanner {
+ public:
+  Scanner(std::string_view text, const CharClasses& classes) : s_(text), classes_(classes) {}
+
+  size_t size() const { return s_.size(); }
+
+  // Decodes the code point at byte `i` (< size()); invalid or truncated
+  // sequences, overlongs, surrogates and values > 0x10FFFF give kInvalid.
+  Char at(size_t i) const {
+    uint8_t b0 = static_cast<uint8_t>(s_[i]);
+    if (b0 < 0x80) return {b0, 1, classes_.of(b0)};
+    size_t len;
+    char32_t cp;
+    char32_t min;
+    if (b0 >= 0xC2 && b0 <= 0xDF) len = 2, cp = b0 & 0x1F, min = 0x80;
+    else if (b0 >= 0xE0 && b0 <= 0xEF) len = 3, cp = b0 & 0x0F, min = 0x800;
+    else if (b0 >= 0xF0 && b0 <= 0xF4) len = 4, cp = b0 & 0x07, min = 0x10000;
+    else return {0, 1, kInvalid};
+    if (i + len > s_.size()) return {0, 1, kInvalid};
+    for (size_t k = 1; k < len; ++k) {
+      uint8_t b = static_cast<uint8_t>(s_[i + k]);
+      if ((b & 0xC0) != 0x80) return {0, 1, kInvalid};
+      cp = (cp << 6) | (b & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return {0, 1, kInvalid};
+    return {cp, static_cast<uint8_t>(len), classes_.of(cp)};
   }
+
+  // End of the maximal run, from i, of characters all having one of `flags`.
+  size_t run(size_t i, uint8_t flags) const {
+    while (i < s_.size()) {
+      Char c = at(i);
+      if (c.flags == kInvalid || !(c.flags & flags)) break;
+      i += c.len;
+    }
+    return i;
+  }
+
+  // (?i:'s|'t|'re|'ve|'m|'ll|'d)? at i: the end after it, or i. Case folding
+  // as in Rust regex: ASCII letters, and U+017F ſ folds to s.
+  size_t contraction(size_t i) const {
+    if (i >= s_.size() || s_[i] != '\'') return i;
+    auto lower = [&](size_t k) -> char {
+      if (k >= s_.size()) return 0;
+      char c = s_[k];
+      if (c >= 'A' && c <= 'Z') return static_cast<char>(c - 'A' + 'a');
+      return c;
+    };
+    char a = lower(i + 1), b = lower(i + 2);
+    if (a == 's' || a == 't' || a == 'm' || a == 'd') return i + 2;
+    if ((a == 'r' || a == 'v') && b == 'e') return i + 3;
+    if (a == 'l' && b == 'l') return i + 3;
+    if (i + 2 < s_.size() && s_[i + 1] == '\xC5' && s_[i + 2] == '\xBF') return i + 3;  // 'ſ
+    return i;
+  }
+
+  // Rule A from j: [S1]*[S2]+ then a contraction; 0 if no match. The regex
+  // backtracks S1* from its longest run to the last position where an S2
+  // character starts; S2+ then runs greedily and the contraction is optional.
+  size_t ruleA(size_t j) const {
+    size_t k = j, lastS2 = 0;
+    bool haveS2 = false;
+    while (k < s_.size()) {
+      Char c = at(k);
+      if (c.flags == kInvalid || !(c.flags & kIsUpperLike)) break;
+      if (c.flags & kIsLowerLike) lastS2 = k, haveS2 = true;
+      k += c.len;
+    }
+    size_t start;
+    if (k < s_.size() && isLowerLike(at(k))) start = k;
+    else if (haveS2) start = lastS2;
+    else return 0;
+    return contraction(run(start, kIsLowerLike));
+  }
+
+  // Rule B from j: [S1]+[S2]* then a contraction; 0 if no match.
+  size_t ruleB(size_t j) const {
+    if (j >= s_.size()) return 0;
+    Char c = at(j);
+    if (c.flags == kInvalid || !(c.flags & kIsUpperLike)) return 0;
+    return contraction(run(run(j, kIsUpperLike), kIsLowerLike));
+  }
+
+  static bool isLowerLike(Char c) { return c.flags != kInvalid && (c.flags & kIsLowerLike); }
+  // [^\r\n\p{L}\p{N}]
+  static bool isPrefix(Char c) {
+    return c.flags != kInvalid && c.cp != '\r' && c.cp != '\n' && !(c.flags & (kIsLetter | kIsNumber));
+  }
+  // [^\s\p{L}\p{N}]
+  static bool isPunct(Char c) { return c.flags != kInvalid && !(c.flags & (kIsSpace | kIsLetter | kIsNumber)); }
+
+  size_t punctRun(size_t i) const {
+    while (i < s_.size()) {
+      Char c = at(i);
+      if (!isPunct(c)) break;
+      i += c.len;
+    }
+    while (i < s_.size() && (s_[i] == '\r' || s_[i] == '\n')) ++i;  // [\r\n]*
+    return i;
+  }
+
+ private:
+  std::string_view s_;
+  const CharClasses& classes_;
 };
 
-PreTokenizer::PreTokenizer() : code_(std::make_unique<Code>()) {
-  int err = 0;
-  PCRE2_SIZE errOffset = 0;
-  code_->re = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(kKimiPatternPcre2), PCRE2_ZERO_TERMINATED,
-                            PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &err, &errOffset, nullptr);
-  if (!code_->re) {
-    PCRE2_UCHAR msg[256];
-    pcre2_get_error_message(err, msg, sizeof msg);
-    fail(ErrorKind::Internal, "tokenizer pattern: PCRE2 compile error at ", errOffset, ": ",
-         reinterpret_cast<const char*>(msg));
+}  // namespace
+
+size_t PreTokenizer::pieceEnd(std::string_view text, size_t i) const {
+  Scanner sc(text, *classes_);
+  Char c = sc.at(i);
+  if (c.flags == kInvalid) {  // gap: the run of invalid bytes
+    size_t j = i + 1;
+    while (j < text.size() && sc.at(j).flags == kInvalid) ++j;
+    return j;
   }
-  int rc = pcre2_jit_compile(code_->re, PCRE2_JIT_COMPLETE);
-  if (rc != 0) fail(ErrorKind::Unsupported, "tokenizer pattern: PCRE2 JIT unavailable (error ", rc, ")");
-}
-
-PreTokenizer::~PreTokenizer() = default;
-PreTokenizer::PreTokenizer(PreTokenizer&&) noexcept = default;
-PreTokenizer& PreTokenizer::operator=(PreTokenizer&&) noexcept = default;
-
-PreTokenizer::Scratch::Scratch(const PreTokenizer& pt) : impl_(std::make_unique<Impl>()) {
-  impl_->md = pcre2_match_data_create_from_pattern(pt.code_->re, nullptr);
-  impl_->mc = pcre2_match_context_create(nullptr);
-  // Letter runs repeat a group with a lookahead, which backtracks through the
-  // JIT stack: size it for very long runs (memory is only committed on use).
-  impl_->stack = pcre2_jit_stack_create(32 * 1024, 256 * 1024 * 1024, nullptr);
-  if (!impl_->md || !impl_->mc || !impl_->stack) fail(ErrorKind::Internal, "tokenizer: PCRE2 allocation failed");
-  pcre2_jit_stack_assign(impl_->mc, nullptr, impl_->stack);
-}
-
-PreTokenizer::Scratch::~Scratch() = default;
-
-bool PreTokenizer::next(std::string_view text, size_t pos, Scratch& scratch, size_t& start, size_t& end) const {
-  Scratch::Impl& s = *scratch.impl_;
-  int rc = pcre2_jit_match(code_->re, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), pos, 0, s.md, s.mc);
-  if (rc == PCRE2_ERROR_NOMATCH) return false;
-  if (rc < 0) {
-    PCRE2_UCHAR msg[256];
-    pcre2_get_error_message(rc, msg, sizeof msg);
-    fail(ErrorKind::Unsupported, "tokenizer: pre-tokenizer match failed at byte ", pos, ": ",
-         reinterpret_cast<const char*>(msg));
+  size_t next = i + c.len;
+  // H: [\p{Han}]+
+  if (c.flags & kIsHan) return sc.run(i, kIsHan);
+  // A, then B, each with the optional prefix character tried first.
+  bool prefix = Scanner::isPrefix(c);
+  if (size_t e = prefix ? sc.ruleA(next) : 0) return e;
+  if (size_t e = sc.ruleA(i)) return e;
+  if (size_t e = prefix ? sc.ruleB(next) : 0) return e;
+  if (size_t e = sc.ruleB(i)) return e;
+  // C: \p{N}{1,3}
+  if (c.flags & kIsNumber) {
+    size_t j = next;
+    for (int n = 1; n < 3 && j < text.size(); ++n) {
+      Char d = sc.at(j);
+      if (d.flags == kInvalid || !(d.flags & kIsNumber)) break;
+      j += d.len;
+    }
+    return j;
   }
-  const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(s.md);
-  start = ov[0];
-  end = ov[1];
-  if (end == start) {  // cannot happen with this pattern; never loop forever
-    end = start + 1;
+  // D: ' '?[^\s\p{L}\p{N}]+[\r\n]*
+  if (c.cp == ' ' && next < text.size() && Scanner::isPunct(sc.at(next))) return sc.punctRun(next);
+  if (Scanner::isPunct(c)) return sc.punctRun(i);
+  // Whitespace (c is \s here: every other character matched above).
+  size_t end = i, lastNewline = 0, lastStart = i;
+  bool newline = false;
+  while (end < text.size()) {
+    Char d = sc.at(end);
+    if (d.flags == kInvalid || !(d.flags & kIsSpace)) break;
+    if (d.cp == '\r' || d.cp == '\n') lastNewline = end, newline = true;
+    lastStart = end;
+    end += d.len;
   }
-  return true;
+  // E: \s*[\r\n]+ ends after the run's last CR/LF.
+  if (newline) return lastNewline + 1;
+  // F: \s+(?!\S) keeps the last space for the next piece when a non-space
+  // follows; G: \s+ when only one space is left.
+  if (end < text.size() && sc.at(end).flags != kInvalid && lastStart > i) return lastStart;
+  return end;
 }
 
 std::vector<std::string> PreTokenizer::splitToStrings(std::string_view text) const {
   std::vector<std::string> out;
-  Scratch scratch(*this);
-  split(text, scratch, [&](std::string_view p) { out.emplace_back(p); });
+  split(text, [&](std::string_view p) { out.emplace_back(p); });
   return out;
 }
 

@@ -8,7 +8,7 @@
 namespace k3::tok {
 
 Tokenizer::Tokenizer(Vocab vocab, AddedTokens added)
-    : vocab_(std::move(vocab)), added_(std::move(added)), pre_(std::make_shared<const PreTokenizer>()) {
+    : vocab_(std::move(vocab)), added_(std::move(added)) {
   if (added_.numBase() != vocab_.size())
     fail(ErrorKind::Internal, "tokenizer: added tokens start at ", added_.numBase(), " but the vocabulary has ",
          vocab_.size(), " ranks");
@@ -30,16 +30,14 @@ Tokenizer Tokenizer::fromDirectory(const std::string& dir) {
   return fromFiles(model.string(), fs::exists(config) ? config.string() : std::string());
 }
 
-void Tokenizer::encodeOrdinary(std::string_view text, PreTokenizer::Scratch& scratch,
-                               std::vector<uint32_t>& out) const {
-  pre_->split(text, scratch, [&](std::string_view piece) { bytePairEncode(vocab_, piece, out); });
+void Tokenizer::encodeOrdinary(std::string_view text, std::vector<uint32_t>& out) const {
+  pre_.split(text, [&](std::string_view piece) { bytePairEncode(vocab_, piece, out); });
 }
 
 void Tokenizer::encodeAppend(std::string_view text, bool allowSpecial, std::vector<uint32_t>& out) const {
   if (text.empty()) return;
-  PreTokenizer::Scratch scratch(*pre_);
   if (!allowSpecial) {
-    encodeOrdinary(text, scratch, out);
+    encodeOrdinary(text, out);
     return;
   }
   // tiktoken: split at special-token matches; each stretch between them is
@@ -52,12 +50,12 @@ void Tokenizer::encodeAppend(std::string_view text, bool allowSpecial, std::vect
       ++pos;
       continue;
     }
-    encodeOrdinary(text.substr(segment, pos - segment), scratch, out);
+    encodeOrdinary(text.substr(segment, pos - segment), out);
     out.push_back(hit->id);
     pos += hit->content.size();
     segment = pos;
   }
-  encodeOrdinary(text.substr(segment), scratch, out);
+  encodeOrdinary(text.substr(segment), out);
 }
 
 std::vector<uint32_t> Tokenizer::encode(std::string_view text, bool allowSpecial) const {

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -45,14 +44,14 @@ class Tokenizer {
 
   const Vocab& vocab() const { return vocab_; }
   const AddedTokens& addedTokens() const { return added_; }
-  const PreTokenizer& preTokenizer() const { return *pre_; }
+  const PreTokenizer& preTokenizer() const { return pre_; }
 
  private:
-  void encodeOrdinary(std::string_view text, PreTokenizer::Scratch& scratch, std::vector<uint32_t>& out) const;
+  void encodeOrdinary(std::string_view text, std::vector<uint32_t>& out) const;
 
   Vocab vocab_;
   AddedTokens added_;
-  std::shared_ptr<const PreTokenizer> pre_;
+  PreTokenizer pre_;
 };
 
 }  // namespace k3::tok
