@@ -152,6 +152,23 @@ void BM_MatvecMxfp4Q8(benchmark::State& state, Isa isa, size_t bytes) {
                                   double(weightDataBytes(w) + weightScaleBytes(w)) * frac));
 }
 
+// Prefill through the IDOT path: n activation vectors per call.
+void BM_MatmulMxfp4Q8(benchmark::State& state, Isa isa) {
+  if (skipUnsupported(state, isa)) return;
+  WeightView w = viewFor(WeightFormat::MXFP4, kWeightBytes / 8);
+  const size_t n = size_t(state.range(0));
+  std::vector<int8_t> xq(n * kCols);
+  std::vector<float> xs(n * kCols / 32), Y(n * w.rows);
+  quantizeActivationsQ8_32(pool().x.data(), n * kCols, xq.data(), xs.data());
+  for (auto _ : state) {
+    matmulMxfp4Q8(isa, w, xq.data(), xs.data(), n, Y.data(), 0, w.rows);
+    benchmark::DoNotOptimize(Y.data());
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(weightDataBytes(w) + weightScaleBytes(w)));
+  state.counters["tok_weights/s"] = benchmark::Counter(
+      double(state.iterations()) * double(n) * double(w.rows * w.cols), benchmark::Counter::kIsRate);
+}
+
 void BM_QuantizeInt8(benchmark::State& state, Isa isa) {
   if (skipUnsupported(state, isa)) return;
   const size_t rows = (size_t(64) << 20) / 4 / kCols;  // 64 MiB of f32 input
@@ -207,6 +224,9 @@ void registerAll() {
       benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, f, isa)
           ->Arg(1)->Arg(4)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
     }
+  for (Isa isa : {Isa::Avx2, Isa::Avx512})
+    benchmark::RegisterBenchmark((std::string("MatmulMxfp4Q8/") + isaName(isa)).c_str(), BM_MatmulMxfp4Q8, isa)
+        ->Arg(1)->Arg(4)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
   for (Isa isa : {Isa::Scalar, Isa::Avx2}) {
     std::string s = isaName(isa);
     benchmark::RegisterBenchmark(("QuantizeInt8Rows/" + s).c_str(), BM_QuantizeInt8, isa)

@@ -81,12 +81,15 @@ inline Oracle oracle(const WeightView& w, const float* x) {
   return o;
 }
 
-// IDOT oracle for one activation vector: per 32-group exact integer dot of
-// doubled e2m1 codes and xq, times 2^(s-127) * 0.5 * xs, summed in double.
-// absSum is sum |w2 * xq| * factor: kernels convert partial integer sums to f32,
-// so cancellation inside a group counts toward the error bound.
+// IDOT oracle for one activation vector: per 32-group exact integer dot of the
+// codes' integer values (doubled e2m1 for MXFP4, nibble-8 for int4) and xq,
+// times the group factor (MXFP4: 2^(s-127) * 0.5 * xs; int4: s[g/2] * xs),
+// summed in double. absSum is sum |value * xq| * |factor|: kernels convert
+// partial integer sums to f32, so cancellation inside a group counts toward
+// the error bound.
 inline Oracle q8Oracle(const TestWeight& t, const int8_t* xq, const float* xs) {
   const size_t rows = t.view.rows, cols = t.view.cols, groups = cols / 32;
+  const bool mx = t.view.format == WeightFormat::MXFP4;
   Oracle o{std::vector<double>(rows), std::vector<double>(rows)};
   for (size_t r = 0; r < rows; ++r)
     for (size_t g = 0; g < groups; ++g) {
@@ -94,11 +97,19 @@ inline Oracle q8Oracle(const TestWeight& t, const int8_t* xq, const float* xs) {
       for (size_t i = 0; i < 32; ++i) {
         size_t c = g * 32 + i;
         uint8_t b = t.data[r * cols / 2 + c / 2];
-        long p = long(k3::quant::kE2M1x2[(c & 1) ? b >> 4 : b & 15]) * xq[c];
+        int code = (c & 1) ? b >> 4 : b & 15;
+        long p = long(mx ? k3::quant::kE2M1x2[code] : code - 8) * xq[c];
         dot += p;
         absDot += p < 0 ? -p : p;
       }
-      double f = std::ldexp(0.5, int(t.scales[r * groups + g]) - 127) * xs[g];
+      double f;
+      if (mx) {
+        f = std::ldexp(0.5, int(t.scales[r * groups + g]) - 127) * xs[g];
+      } else {
+        float s;
+        std::memcpy(&s, &t.scales[4 * (r * (groups / 2) + g / 2)], 4);
+        f = double(s) * xs[g];
+      }
       o.exact[r] += double(dot) * f;
       o.absSum[r] += double(absDot) * std::fabs(f);
     }

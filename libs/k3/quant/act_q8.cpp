@@ -1,4 +1,4 @@
-// Scalar IDOT reference (MXFP4 x int8 activations) and its dispatch.
+// Scalar IDOT reference (MXFP4 / int4-g64 x int8 activations) and its dispatch.
 #include "k3/quant/act_q8.h"
 
 #include <cmath>
@@ -11,28 +11,52 @@
 namespace k3::quant {
 
 namespace {
+
+// Integer value of each 4-bit code: doubled e2m1 for MXFP4, nibble-8 for int4.
+constexpr int8_t kInt4Values[16] = {-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7};
+
 float dotRowQ8Scalar(const WeightView& w, size_t r, const int8_t* xq, const float* xs) {
-  const size_t cols = w.cols, groups = cols / kMxfp4Group;
+  const size_t cols = w.cols, groups = cols / kQ8Group;
+  const bool mx = w.format == WeightFormat::MXFP4;
+  const int8_t* values = mx ? kE2M1x2 : kInt4Values;
   const uint8_t* p = static_cast<const uint8_t*>(w.data) + r * cols / 2;
-  const uint8_t* s = static_cast<const uint8_t*>(w.scales) + r * groups;
   float acc = 0.0f;
   for (size_t g = 0; g < groups; ++g) {
     int32_t dot = 0;
-    for (size_t k = 0; k < kMxfp4Group / 2; ++k) {
-      uint8_t b = p[g * kMxfp4Group / 2 + k];
-      dot += int32_t(kE2M1x2[b & 0xf]) * xq[g * kMxfp4Group + 2 * k];
-      dot += int32_t(kE2M1x2[b >> 4]) * xq[g * kMxfp4Group + 2 * k + 1];
+    for (size_t k = 0; k < kQ8Group / 2; ++k) {
+      uint8_t b = p[g * kQ8Group / 2 + k];
+      dot += int32_t(values[b & 0xf]) * xq[g * kQ8Group + 2 * k];
+      dot += int32_t(values[b >> 4]) * xq[g * kQ8Group + 2 * k + 1];
     }
-    acc += float(dot) * (ue8m0ToF32(s[g]) * 0.5f * xs[g]);
+    float factor;
+    if (mx)
+      factor = ue8m0ToF32(static_cast<const uint8_t*>(w.scales)[r * groups + g]) * 0.5f * xs[g];
+    else
+      factor = static_cast<const float*>(w.scales)[r * (groups / 2) + g / 2] * xs[g];
+    acc += float(dot) * factor;
   }
   return acc;
 }
 
-void checkQ8(const WeightView& w, size_t r0, size_t r1, const char* what) {
+void checkQ8(const WeightView& w, size_t r0, size_t r1, const char* what, bool int4Ok) {
   checkWeightView(w, r0, r1, what);
-  if (w.format != WeightFormat::MXFP4)
-    fail(ErrorKind::Usage, what, ": needs an MXFP4 weight, got ", weightFormatName(w.format));
+  if (w.format != WeightFormat::MXFP4 && !(int4Ok && w.format == WeightFormat::I4G64))
+    fail(ErrorKind::Usage, what, ": needs an MXFP4", int4Ok ? " or I4G64" : "", " weight, got ",
+         weightFormatName(w.format));
 }
+
+// MXFP4 runs the AVX-512 VNNI kernel where available; int4 uses the AVX2 one.
+void runQ8(Isa isa, const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
+           size_t r0, size_t r1) {
+  switch (isa) {
+    case Isa::Scalar: return scalar::matmulQ8(w, Xq, Xs, n, Y, r0, r1);
+    case Isa::Avx2: return avx2::matmulQ8(w, Xq, Xs, n, Y, r0, r1);
+    case Isa::Avx512:
+      if (w.format == WeightFormat::MXFP4) return avx512::matmulMxfp4Q8(w, Xq, Xs, n, Y, r0, r1);
+      return avx2::matmulQ8(w, Xq, Xs, n, Y, r0, r1);
+  }
+}
+
 }  // namespace
 
 namespace scalar {
@@ -55,9 +79,9 @@ void quantizeActivationsQ8_32(const float* x, size_t n, int8_t* xq, float* xs) {
   }
 }
 
-void matmulMxfp4Q8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
-                   size_t r0, size_t r1) {
-  const size_t groups = w.cols / kMxfp4Group;
+void matmulQ8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
+              size_t r0, size_t r1) {
+  const size_t groups = w.cols / kQ8Group;
   for (size_t rb = r0; rb < r1; rb += kRowBlock) {
     size_t re = rb + kRowBlock < r1 ? rb + kRowBlock : r1;
     for (size_t v = 0; v < n; ++v)
@@ -77,22 +101,23 @@ void quantizeActivationsQ8_32(Isa isa, const float* x, size_t n, int8_t* xq, flo
 
 void matmulMxfp4Q8(Isa isa, const WeightView& w, const int8_t* Xq, const float* Xs, size_t n,
                    float* Y, size_t r0, size_t r1) {
-  checkQ8(w, r0, r1, "matmulMxfp4Q8");
-  switch (requireIsa(isa, "matmulMxfp4Q8")) {
-    case Isa::Scalar: return scalar::matmulMxfp4Q8(w, Xq, Xs, n, Y, r0, r1);
-    case Isa::Avx2: return avx2::matmulMxfp4Q8(w, Xq, Xs, n, Y, r0, r1);
-    case Isa::Avx512: return avx512::matmulMxfp4Q8(w, Xq, Xs, n, Y, r0, r1);
-  }
+  checkQ8(w, r0, r1, "matmulMxfp4Q8", false);
+  runQ8(requireIsa(isa, "matmulMxfp4Q8"), w, Xq, Xs, n, Y, r0, r1);
 }
-
 void matvecMxfp4Q8(Isa isa, const WeightView& w, const int8_t* xq, const float* xs, float* y,
                    size_t r0, size_t r1) {
-  checkQ8(w, r0, r1, "matvecMxfp4Q8");
-  switch (requireIsa(isa, "matvecMxfp4Q8")) {
-    case Isa::Scalar: return scalar::matmulMxfp4Q8(w, xq, xs, 1, y, r0, r1);
-    case Isa::Avx2: return avx2::matmulMxfp4Q8(w, xq, xs, 1, y, r0, r1);
-    case Isa::Avx512: return avx512::matmulMxfp4Q8(w, xq, xs, 1, y, r0, r1);
-  }
+  checkQ8(w, r0, r1, "matvecMxfp4Q8", false);
+  runQ8(requireIsa(isa, "matvecMxfp4Q8"), w, xq, xs, 1, y, r0, r1);
+}
+void matmulQ8(Isa isa, const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
+              size_t r0, size_t r1) {
+  checkQ8(w, r0, r1, "matmulQ8", true);
+  runQ8(requireIsa(isa, "matmulQ8"), w, Xq, Xs, n, Y, r0, r1);
+}
+void matvecQ8(Isa isa, const WeightView& w, const int8_t* xq, const float* xs, float* y,
+              size_t r0, size_t r1) {
+  checkQ8(w, r0, r1, "matvecQ8", true);
+  runQ8(requireIsa(isa, "matvecQ8"), w, xq, xs, 1, y, r0, r1);
 }
 
 void quantizeActivationsQ8_32(const float* x, size_t n, int8_t* xq, float* xs) {
@@ -105,6 +130,14 @@ void matvecMxfp4Q8(const WeightView& w, const int8_t* xq, const float* xs, float
 void matmulMxfp4Q8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
                    size_t r0, size_t r1) {
   matmulMxfp4Q8(bestIsa(), w, Xq, Xs, n, Y, r0, r1);
+}
+void matvecQ8(const WeightView& w, const int8_t* xq, const float* xs, float* y, size_t r0,
+              size_t r1) {
+  matvecQ8(bestIsa(), w, xq, xs, y, r0, r1);
+}
+void matmulQ8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
+              size_t r0, size_t r1) {
+  matmulQ8(bestIsa(), w, Xq, Xs, n, Y, r0, r1);
 }
 
 }  // namespace k3::quant

@@ -1,5 +1,5 @@
-// Integer-dot ("IDOT", spec 4) kernels: MXFP4 weights x activations quantised
-// to int8 per 32-element group. Doubled e2m1 values are exact int8
+// Integer-dot ("IDOT", spec 4) kernels: MXFP4 (and int4-g64) weights x
+// activations quantised to int8 per 32-element group. Doubled e2m1 values are exact int8
 // {0,1,2,3,4,6,8,12} (and negatives), so each 32-group dot is an exact integer:
 //   y[r] = sum_g (float)(sum_{i in g} E2M1x2[code]*xq[i]) * (2^(s_g-127)*0.5*xs_g)
 // (the scalar reference, factor computed in that order; SIMD paths convert
@@ -26,13 +26,26 @@ void quantizeActivationsQ8_32(const float* x, size_t n, int8_t* xq, float* xs);
 
 // w.format must be MXFP4. xq: int8[cols], xs: float[cols/32]. Same row/vector
 // conventions (and matvec == matmul bit-exactness per ISA) as matvec.h.
+// (matvecQ8 / matmulQ8 below take int4-g64 weights too.)
 void matvecMxfp4Q8(const WeightView& w, const int8_t* xq, const float* xs, float* y, size_t r0,
                    size_t r1);
 // Xq: int8[n, cols], Xs: float[n, cols/32], Y: float[n, rows].
 void matmulMxfp4Q8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
                    size_t r0, size_t r1);
 
+// The same for MXFP4 or I4G64 weights. For int4-g64 each 32-group's integer
+// dot of (nibble-8)*xq is scaled by s[r, g/2] * xs[g]:
+//   y[r] = sum_g (float)(sum_{i in g} (nib-8)*xq[i]) * (s[r, g/2] * xs[g]).
+void matvecQ8(const WeightView& w, const int8_t* xq, const float* xs, float* y, size_t r0,
+              size_t r1);
+void matmulQ8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
+              size_t r0, size_t r1);
+
 void quantizeActivationsQ8_32(Isa isa, const float* x, size_t n, int8_t* xq, float* xs);
+void matvecQ8(Isa isa, const WeightView& w, const int8_t* xq, const float* xs, float* y,
+              size_t r0, size_t r1);
+void matmulQ8(Isa isa, const WeightView& w, const int8_t* Xq, const float* Xs, size_t n,
+              float* Y, size_t r0, size_t r1);
 void matvecMxfp4Q8(Isa isa, const WeightView& w, const int8_t* xq, const float* xs, float* y,
                    size_t r0, size_t r1);
 void matmulMxfp4Q8(Isa isa, const WeightView& w, const int8_t* Xq, const float* Xs, size_t n,

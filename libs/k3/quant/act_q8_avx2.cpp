@@ -1,4 +1,4 @@
-// AVX2 IDOT kernel: MXFP4 weights x int8 activations.
+// AVX2 IDOT kernel: MXFP4 or int4-g64 weights x int8 activations.
 //
 // The activations are first copied into the order the packed weights come in
 // (once per call, not per row), so decoding a weight byte needs no shuffles:
@@ -9,13 +9,14 @@
 // one by one as [even(g) odd(g)].
 //
 // In the 4-group blocks a byte table gives u = w2 + 12 (w2 = doubled e2m1
-// value, so u in [0, 24] is unsigned as maddubs needs) and maddubs(u, xq)
-// gives exact int16 pair sums (<= 6096). Two int16 hadds (<= 24384: still
+// value, so u in [0, 24] is unsigned as maddubs needs; for int4 u is the
+// nibble itself, v + 8) and maddubs(u, xq) gives exact int16 pair sums
+// (<= 6096). Two int16 hadds (<= 24384: still
 // exact) and a madd fold 4 groups into one int32 vector
 // [g0 g0 g2 g2 | g1 g1 g3 g3]; subtracting the same fold of 12*xq (computed
-// once per call with the re-layout) leaves the exact sum of w2*xq, and one
-// convert + FMA applies the four factors 2^(s-127)*0.5*xs. Leftover groups use
-// maddubs(|w2|, sign(xq, w2)) instead.
+// once per call with the re-layout; 8*xq for int4) leaves the exact sum of
+// w2*xq, and one convert + FMA applies the four factors 2^(s-127)*0.5*xs
+// (int4: s[g/2]*xs). Leftover groups use maddubs(|w2|, sign(xq, w2)) instead.
 #include <immintrin.h>
 
 #include <vector>
@@ -29,7 +30,7 @@ namespace k3::quant::avx2 {
 
 namespace {
 
-constexpr int kVecGroup = 2;                // 16 ymm: the decode of 4 groups plus 2 vectors
+constexpr int kVecGroup = 4;                 // vectors sharing one decode (a few spills)
 constexpr size_t kStackActBytes = 32 << 10;  // re-laid activations up to this size live on the stack
 
 inline __m256i offsetLut() {  // doubled e2m1 + 12
@@ -41,6 +42,42 @@ inline __m256i doubledLut() {
   return _mm256_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12,
                           0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
 }
+
+// What differs between the two 4-bit formats (everything else is shared).
+struct Mxfp4Format {
+  static constexpr int kOffset = 12;  // offset table = doubled e2m1 + 12
+  static __m256i offsetTable() { return offsetLut(); }
+  static __m256i signedTable() { return doubledLut(); }
+  const uint8_t* scales;  // ue8m0 [rows, groups]
+  size_t groups;
+  // 2^(s-127) * 0.5 for groups g..g+3 of row r.
+  __m128 factors4(size_t r, size_t g) const {
+    int32_t s4;
+    __builtin_memcpy(&s4, scales + r * groups + g, 4);
+    __m128 sw = _mm_castsi128_ps(_mm_slli_epi32(_mm_cvtepu8_epi32(_mm_cvtsi32_si128(s4)), 23));
+    return _mm_mul_ps(sw, _mm_set1_ps(0.5f));
+  }
+  float factor1(size_t r, size_t g) const { return ue8m0ToF32(scales[r * groups + g]) * 0.5f; }
+};
+
+struct Int4Format {
+  static constexpr int kOffset = 8;  // offset table = nibble itself (v + 8)
+  static __m256i offsetTable() {
+    return _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+                            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  }
+  static __m256i signedTable() {
+    return _mm256_setr_epi8(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7,
+                            -8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
+  }
+  const float* scales;  // f32 [rows, groups / 2], one per 64 columns
+  size_t groups;        // 32-column groups
+  __m128 factors4(size_t r, size_t g) const {
+    const float* s = scales + r * (groups / 2) + g / 2;
+    return _mm_setr_ps(s[0], s[0], s[1], s[1]);
+  }
+  float factor1(size_t r, size_t g) const { return scales[r * (groups / 2) + g / 2]; }
+};
 
 // 32 natural-order bytes of one group -> [even cols (16) | odd cols (16)].
 inline __m256i splitEvenOdd(const int8_t* x) {
@@ -57,14 +94,14 @@ inline __m256i fold4(__m256i q0, __m256i q1, __m256i q2, __m256i q3) {
 }
 
 // Bytes of one re-laid activation vector: xq in kernel order, then per 4-group
-// block the fold of 12*xq (8 int32).
+// block the fold of offset*xq (8 int32).
 inline size_t relaidBytes(size_t groups) { return 32 * groups + 32 * (groups / 4); }
 
 // One activation vector (groups * 32 bytes) into the kernel order above.
-void relayout(const int8_t* x, size_t groups, int8_t* out) {
+void relayout(const int8_t* x, size_t groups, int offset, int8_t* out) {
   const size_t blocks = groups / 4;
   int8_t* corr = out + 32 * groups;
-  const __m256i twelve = _mm256_set1_epi8(12);
+  const __m256i off = _mm256_set1_epi8(char(offset));
   for (size_t b = 0; b < blocks; ++b) {
     __m256i q[4];
     for (int h = 0; h < 2; ++h) {
@@ -73,8 +110,8 @@ void relayout(const int8_t* x, size_t groups, int8_t* out) {
       __m256i lo = _mm256_permute2x128_si256(e, o, 0x20), hi = _mm256_permute2x128_si256(e, o, 0x31);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * g), lo);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * g + 32), hi);
-      q[2 * h] = _mm256_maddubs_epi16(twelve, lo);
-      q[2 * h + 1] = _mm256_maddubs_epi16(twelve, hi);
+      q[2 * h] = _mm256_maddubs_epi16(off, lo);
+      q[2 * h + 1] = _mm256_maddubs_epi16(off, hi);
     }
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(corr + 32 * b), fold4(q[0], q[1], q[2], q[3]));
   }
@@ -82,13 +119,14 @@ void relayout(const int8_t* x, size_t groups, int8_t* out) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * g), splitEvenOdd(x + 32 * g));
 }
 
+template <class Format>
 struct Q8Rows {
   const int8_t* Xq;  // re-laid activations, [n, relaidBytes(groups)]
   const float* Xs;
   size_t cols;
   size_t stride;  // relaidBytes(groups)
   const uint8_t* data;
-  const uint8_t* scales;
+  Format fmt;
 
   template <int NV>
   void row(size_t r, size_t v0, float* out) const {
@@ -102,9 +140,8 @@ struct Q8Rows {
       acc[j] = accTail[j] = _mm256_setzero_ps();
     }
     const uint8_t* p = data + r * cols / 2;
-    const __m256i ulut = offsetLut();
-    const uint8_t* s = scales + r * groups;
-    const __m256i lut = doubledLut(), nib = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    const __m256i ulut = Format::offsetTable();
+    const __m256i lut = Format::signedTable(), nib = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
     const __m256i factorOrder = _mm256_setr_epi32(0, 0, 2, 2, 1, 1, 3, 3);
     size_t g = 0;
     for (; g + 4 <= groups; g += 4) {
@@ -115,10 +152,7 @@ struct Q8Rows {
         u[2 * h] = _mm256_shuffle_epi8(ulut, _mm256_and_si256(b, nib));
         u[2 * h + 1] = _mm256_shuffle_epi8(ulut, _mm256_and_si256(_mm256_srli_epi16(b, 4), nib));
       }
-      int32_t s4;
-      __builtin_memcpy(&s4, s + g, 4);
-      __m128 sw = _mm_castsi128_ps(_mm_slli_epi32(_mm_cvtepu8_epi32(_mm_cvtsi32_si128(s4)), 23));
-      sw = _mm_mul_ps(sw, _mm_set1_ps(0.5f));  // 2^(s-127) * 0.5 for g0..g3
+      const __m128 sw = fmt.factors4(r, g);  // weight-side factors of g0..g3
       for (int j = 0; j < NV; ++j) {
         const int8_t* x = xq[j] + 32 * g;
         __m256i q[4];
@@ -137,7 +171,7 @@ struct Q8Rows {
       __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(b), _mm_srli_epi16(b, 4), 1);
       __m256i w = _mm256_shuffle_epi8(lut, _mm256_and_si256(both, nib));  // [even | odd]
       __m256i a = _mm256_abs_epi8(w);
-      const float sw = ue8m0ToF32(s[g]) * 0.5f;
+      const float sw = fmt.factor1(r, g);
       for (int j = 0; j < NV; ++j) {
         __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[j] + 32 * g));
         __m256i d = _mm256_madd_epi16(_mm256_maddubs_epi16(a, _mm256_sign_epi8(xv, w)), ones);
@@ -154,11 +188,10 @@ struct Q8Rows {
   }
 };
 
-}  // namespace
-
-void matmulMxfp4Q8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
-                   size_t r0, size_t r1) {
-  const size_t cols = w.cols, groups = cols / kMxfp4Group, stride = relaidBytes(groups);
+template <class Format>
+void runQ8(const WeightView& w, const Format& fmt, const int8_t* Xq, const float* Xs, size_t n,
+           float* Y, size_t r0, size_t r1) {
+  const size_t cols = w.cols, groups = cols / kQ8Group, stride = relaidBytes(groups);
   if (n == 0 || r0 == r1) return;
   // Decode (n == 1) never allocates; a large prefill batch uses the heap once.
   alignas(32) int8_t stackBuf[kStackActBytes];
@@ -168,10 +201,19 @@ void matmulMxfp4Q8(const WeightView& w, const int8_t* Xq, const float* Xs, size_
     heapBuf.resize(n * stride);
     buf = heapBuf.data();
   }
-  for (size_t v = 0; v < n; ++v) relayout(Xq + v * cols, groups, buf + v * stride);
-  Q8Rows k{buf, Xs, cols, stride, static_cast<const uint8_t*>(w.data),
-           static_cast<const uint8_t*>(w.scales)};
+  for (size_t v = 0; v < n; ++v) relayout(Xq + v * cols, groups, Format::kOffset, buf + v * stride);
+  Q8Rows<Format> k{buf, Xs, cols, stride, static_cast<const uint8_t*>(w.data), fmt};
   runBlocked<kVecGroup>(k, n, r0, r1, w.rows, Y);
+}
+
+}  // namespace
+
+void matmulQ8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
+              size_t r0, size_t r1) {
+  const size_t groups = w.cols / kQ8Group;
+  if (w.format == WeightFormat::I4G64)
+    return runQ8(w, Int4Format{static_cast<const float*>(w.scales), groups}, Xq, Xs, n, Y, r0, r1);
+  runQ8(w, Mxfp4Format{static_cast<const uint8_t*>(w.scales), groups}, Xq, Xs, n, Y, r0, r1);
 }
 
 }  // namespace k3::quant::avx2
