@@ -9,6 +9,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { KIMI_PATTERN, Tiktoken } from "../../scripts/node/k3_oracle.mjs";
 import { byteOrder } from "../../scripts/node/k3_small_vocab.mjs";
+import { execFileSync } from "node:child_process";
+import { SOURCE_DIR } from "../../scripts/node/k3_oracle.mjs";
 import { scratchDir, tokgen } from "./oracle_common.mjs";
 
 const chars = [
@@ -44,4 +46,10 @@ test("Unicode-version and script edge characters split like tiktoken", () => {
   const rep = JSON.parse(out.toString());
   assert.deepEqual(rep.failures.map((f) => probes[f.line - 1]), []);
   assert.equal(rep.ids_matched, probes.length);
+});
+
+test("libs/k3/tok/unicode_tables.cpp is what the oracle generates today", () => {
+  const script = path.join(SOURCE_DIR, "scripts/node/tok_unicode_tables.mjs");
+  const fresh = execFileSync(process.execPath, [script], { maxBuffer: 1 << 26, stdio: ["ignore", "pipe", "ignore"] }).toString();
+  assert.equal(fresh, fs.readFileSync(path.join(SOURCE_DIR, "libs/k3/tok/unicode_tables.cpp"), "utf8"));
 });
