@@ -135,16 +135,16 @@ void BM_Matmul(benchmark::State& state, WeightFormat f, Isa isa) {
       double(state.iterations()) * double(n) * double(w.rows * w.cols), benchmark::Counter::kIsRate);
 }
 
-void BM_MatvecMxfp4Q8(benchmark::State& state, Isa isa, size_t bytes) {
+void BM_MatvecQ8(benchmark::State& state, WeightFormat f, Isa isa, size_t bytes) {
   if (skipUnsupported(state, isa)) return;
-  WeightView w = viewFor(WeightFormat::MXFP4, bytes);
+  WeightView w = viewFor(f, bytes);
   size_t r0, r1;
   rowShare(state, w.rows, r0, r1);
   std::vector<int8_t> xq(kCols);
   std::vector<float> xs(kCols / 32), y(w.rows);
   quantizeActivationsQ8_32(pool().x.data(), kCols, xq.data(), xs.data());
   for (auto _ : state) {
-    matvecMxfp4Q8(isa, w, xq.data(), xs.data(), y.data(), r0, r1);
+    matvecQ8(isa, w, xq.data(), xs.data(), y.data(), r0, r1);
     benchmark::DoNotOptimize(y.data());
   }
   double frac = double(r1 - r0) / double(w.rows);
@@ -211,12 +211,14 @@ void registerAll() {
       benchmark::RegisterBenchmark((name + "/hot").c_str(), BM_Matvec, f, isa, kHotBytes)
           ->UseRealTime()->Unit(benchmark::kMicrosecond);
     }
-    std::string q8 = std::string("MatvecMxfp4Q8/") + isaName(isa);
-    auto* b = benchmark::RegisterBenchmark(q8.c_str(), BM_MatvecMxfp4Q8, isa, kWeightBytes);
-    b->UseRealTime()->Unit(benchmark::kMillisecond);
-    if (isa != Isa::Scalar) b->Threads(1)->Threads(2);
-    benchmark::RegisterBenchmark((q8 + "/hot").c_str(), BM_MatvecMxfp4Q8, isa, kHotBytes)
-        ->UseRealTime()->Unit(benchmark::kMicrosecond);
+    for (WeightFormat f : {WeightFormat::MXFP4, WeightFormat::I4G64}) {
+      std::string q8 = std::string("MatvecQ8/") + weightFormatName(f) + "/" + isaName(isa);
+      auto* b = benchmark::RegisterBenchmark(q8.c_str(), BM_MatvecQ8, f, isa, kWeightBytes);
+      b->UseRealTime()->Unit(benchmark::kMillisecond);
+      if (isa != Isa::Scalar) b->Threads(1)->Threads(2);
+      benchmark::RegisterBenchmark((q8 + "/hot").c_str(), BM_MatvecQ8, f, isa, kHotBytes)
+          ->UseRealTime()->Unit(benchmark::kMicrosecond);
+    }
   }
   for (Isa isa : {Isa::Avx2, Isa::Avx512})
     for (WeightFormat f : {WeightFormat::BF16, WeightFormat::I8Row, WeightFormat::I4G64, WeightFormat::MXFP4}) {

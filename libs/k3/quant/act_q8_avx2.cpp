@@ -9,13 +9,12 @@
 // one by one as [even(g) odd(g)].
 //
 // In the 4-group blocks a byte table gives u = w2 + 12 (w2 = doubled e2m1
-// value, so u in [0, 24] is unsigned as maddubs needs; for int4 u is the
-// nibble itself, v + 8) and maddubs(u, xq) gives exact int16 pair sums
-// (<= 6096). Two int16 hadds (<= 24384: still
-// exact) and a madd fold 4 groups into one int32 vector
-// [g0 g0 g2 g2 | g1 g1 g3 g3]; subtracting the same fold of 12*xq (computed
-// once per call with the re-layout; 8*xq for int4) leaves the exact sum of
-// w2*xq, and one convert + FMA applies the four factors 2^(s-127)*0.5*xs
+// value; u in [0, 24] is unsigned, as maddubs needs; for int4 u is the nibble
+// itself, v + 8) and maddubs(u, xq) gives exact int16 pair sums (<= 6096). Two
+// int16 hadds (<= 24384: still exact) and a madd fold 4 groups into one int32
+// vector [g0 g0 g2 g2 | g1 g1 g3 g3]; subtracting the same fold of 12*xq (8*xq
+// for int4; computed once per call with the re-layout) leaves the exact sums
+// of w2*xq, and one convert + FMA applies the four factors 2^(s-127)*0.5*xs
 // (int4: s[g/2]*xs). Leftover groups use maddubs(|w2|, sign(xq, w2)) instead.
 #include <immintrin.h>
 
