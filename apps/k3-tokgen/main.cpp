@@ -71,8 +71,10 @@ int main(int argc, char** argv) {
   CLI::App app{"k3-tokgen: Hugging Face tokenizer.json for the Kimi K3 tiktoken vocabulary, corpus checks, "
                "and encode/decode from the shell.\n"
                "  k3-tokgen SOURCE [-o tokenizer.json] [--check CORPUS] [--json]\n"
-               "  k3-tokgen encode SOURCE [TEXT] [--allow-special] [--json]   (TEXT from stdin if absent)\n"
-               "  k3-tokgen decode SOURCE [IDS...] [--json]                   (ids from stdin if absent)\n"
+               "  k3-tokgen encode SOURCE [-t TEXT] [--allow-special] [--json]  (text from stdin without -t)\n"
+               "  k3-tokgen decode SOURCE [--ids ID...] [--json]                (ids from stdin without --ids)\n"
+               "  k3-tokgen chat SOURCE [-f CONVERSATION.json] [--json]         (JSON from stdin without -f)\n"
+               "  k3-tokgen bench SOURCE --file TEXT_FILE [--repeat N]\n"
                "SOURCE = snapshot directory (tiktoken.model + optional tokenizer_config.json) or\n"
                "         TIKTOKEN_MODEL [TOKENIZER_CONFIG]"};
   app.set_version_flag("--version", std::string("k3-tokgen ") + K3KIT_VERSION);
