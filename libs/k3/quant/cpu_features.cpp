@@ -1,11 +1,19 @@
-// CPUID checks via GCC's __builtin_cpu_supports (which also checks that the OS
-// saves the wide registers).
+// CPUID checks via __builtin_cpu_supports (which also checks that the OS
+// saves the wide registers); F16C straight from CPUID leaf 1 because clang 14
+// does not know the "f16c" feature name.
 #include "k3/quant/cpu_features.h"
+
+#include <cpuid.h>
 
 #include <cstdlib>
 #include <cstring>
 
 namespace k3::quant {
+
+static bool hasF16c() {
+  unsigned eax, ebx, ecx, edx;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
+}
 
 const char* isaName(Isa isa) {
   switch (isa) {
@@ -22,7 +30,7 @@ bool isaSupported(Isa isa) {
       return true;
     case Isa::Avx2:
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-             __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi2");
+             hasF16c() && __builtin_cpu_supports("bmi2");
     case Isa::Avx512:
       return isaSupported(Isa::Avx2) && __builtin_cpu_supports("avx512f") &&
              __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&

@@ -11,11 +11,15 @@
 #else
 // GCC 12.2 false positive (PR105593): the _mm512_undefined_* helpers inside
 // many AVX-512 intrinsics self-initialise and trip -Wuninitialized.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 #endif
 
 #include "k3/quant/bf16.h"
