@@ -129,9 +129,21 @@ void Vocab::buildIndex(const std::string& origin) {
         fail(ErrorKind::Format, origin, ": ranks ", other, " and ", r, " have the same bytes");
     }
   }
+  // Fill the direct tables from the hash (rank() reads them first, so they
+  // start out "absent" and are filled by probing the hash directly).
+  auto hashed = [&](std::string_view b) {
+    uint64_t h = hashBytes(b);
+    for (uint64_t i = h & (cap - 1);; i = (i + 1) & (cap - 1)) {
+      uint32_t r = static_cast<uint32_t>(slots_[i]);
+      if (r == kNoRank || bytes(r) == b) return r;
+    }
+  };
+  twoByteRanks_.assign(65536, kNoRank);
+  for (uint32_t r = 0; r < size(); ++r)
+    if (bytes(r).size() == 2) twoByteRanks_[uint8_t(bytes(r)[0]) << 8 | uint8_t(bytes(r)[1])] = r;
   for (int b = 0; b < 256; ++b) {
     char c = static_cast<char>(b);
-    byteRanks_[b] = rank(std::string_view(&c, 1));
+    byteRanks_[b] = hashed(std::string_view(&c, 1));
     if (byteRanks_[b] == kNoRank)
       fail(ErrorKind::Format, origin, ": single byte 0x", std::hex, b, " has no rank (byte-level BPE needs all 256)");
   }

@@ -32,6 +32,11 @@ class Vocab {
   // kNoRank when `piece` is not a token. Slots hold (hash tag << 32 | rank) so
   // most misses are rejected without touching the token bytes.
   uint32_t rank(std::string_view piece) const {
+    // One- and two-byte strings (every initial BPE pair) use direct tables.
+    if (piece.size() <= 2) {
+      if (piece.size() == 2) return twoByteRanks_[uint8_t(piece[0]) << 8 | uint8_t(piece[1])];
+      if (piece.size() == 1) return byteRanks_[uint8_t(piece[0])];
+    }
     uint64_t h = hashBytes(piece);
     uint64_t mask = slots_.size() - 1;
     uint32_t tag = static_cast<uint32_t>(h >> 32);
@@ -75,6 +80,7 @@ class Vocab {
   std::vector<uint32_t> offsets_;  // size()+1 offsets into blob_
   std::vector<uint64_t> slots_;    // tag << 32 | rank; rank kNoRank = empty
   uint32_t byteRanks_[256] = {};
+  std::vector<uint32_t> twoByteRanks_;  // 65536 entries, kNoRank if absent
 };
 
 // Standard base64 (RFC 4648, '=' padding); nullopt on malformed input.
