@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <string_view>
 #include <unordered_map>
 
@@ -223,15 +224,15 @@ void checkIndexedShards(const std::string& dir, const std::vector<std::string>& 
     std::fclose(f);
   }
   // Shard basenames are the only *.safetensors strings in the index.
+  std::set<std::string> present, named;
+  for (const auto& p : paths) present.insert(fs::path(p).filename().string());
   for (size_t pos = 0; (pos = text.find(".safetensors\"", pos)) != std::string::npos; ++pos) {
     const size_t q = text.rfind('"', pos);
-    const std::string base = text.substr(q + 1, pos + 12 - q - 1);
-    const bool present = std::any_of(paths.begin(), paths.end(), [&](const std::string& p) {
-      return fs::path(p).filename() == base;
-    });
-    if (!present)
-      fail(ErrorKind::Missing, index.string(), ": shard '", base, "' named by the index is missing");
+    named.insert(text.substr(q + 1, pos + 12 - q - 1));
   }
+  for (const auto& base : named)
+    if (!present.count(base))
+      fail(ErrorKind::Missing, index.string(), ": shard '", base, "' named by the index is missing");
 }
 
 }  // namespace
