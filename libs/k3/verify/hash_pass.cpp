@@ -1,6 +1,7 @@
 #include "k3/verify/hash_pass.h"
 
 #include "k3/verify/block_reader.h"
+#include "k3/verify/sha256_ni.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "k3/format/safetensors_file.h"
@@ -70,9 +72,32 @@ void runJobs(const std::vector<uint64_t>& weights, const HashOptions& opts, Job&
   });
 }
 
+// SHA-256 over SHA-NI when present (paired with the shard digest), else OpenSSL.
+class Digest {
+ public:
+  void update(const uint8_t* p, size_t n) {
+    if (ni_) ni_->update(p, n);
+    else evp_.update(p, n);
+  }
+  // this->update(p, n) and other.update(p, n) together (one interleaved pass).
+  void updateWith(Digest& other, const uint8_t* p, size_t n) {
+    if (ni_ && other.ni_) {
+      Sha256Ni::updatePair(*ni_, p, *other.ni_, p, n);
+    } else {
+      update(p, n);
+      other.update(p, n);
+    }
+  }
+  std::string finishHex() { return ni_ ? ni_->finishHex() : evp_.finishHex(); }
+
+ private:
+  std::optional<Sha256Ni> ni_ = sha256NiAvailable() ? std::optional<Sha256Ni>(Sha256Ni()) : std::nullopt;
+  Sha256 evp_;
+};
+
 struct ExpertRange {
   const ManifestExpertFact* fact;
-  Sha256 hash;
+  Digest hash;
   bool done = false;
 };
 
@@ -120,20 +145,26 @@ uint64_t hashContainer(const ContainerFacts& facts, const HashOptions& opts, Ver
       const bool direct = opts.io == IoMode::Direct ||
                           (opts.io == IoMode::Auto && pageCacheFraction(job.shard->path) < 0.5);
       BlockReader reader(job.shard->path, direct, buffers);
-      Sha256 whole;
+      Digest whole;
       std::vector<ExpertRange> ranges;
       ranges.reserve(job.experts.size());
-      for (const auto* e : job.experts) ranges.push_back({e, Sha256(), false});
+      for (const auto* e : job.experts) ranges.push_back({e, Digest(), false});
       size_t first = 0;  // ranges before `first` are finished
       uint64_t off = 0;
       for (BlockReader::Block b; (b = reader.next()).size > 0;) {
-        whole.update(b.data, b.size);
         const uint64_t blockEnd = off + b.size;
+        uint64_t pos = off;  // the shard digest has consumed [0, pos)
         for (size_t r = first; r < ranges.size() && ranges[r].fact->begin < blockEnd; ++r) {
           ExpertRange& er = ranges[r];
           if (er.done) continue;
           const uint64_t lo = std::max(er.fact->begin, off), hi = std::min(er.fact->end, blockEnd);
-          if (lo < hi) er.hash.update(b.data + (lo - off), hi - lo);
+          if (lo < hi && lo >= pos) {  // shard bytes up to lo alone, then both digests at once
+            whole.update(b.data + (pos - off), lo - pos);
+            er.hash.updateWith(whole, b.data + (lo - off), hi - lo);
+            pos = hi;
+          } else if (lo < hi) {  // overlapping ranges (a corrupt manifest): expert alone
+            er.hash.update(b.data + (lo - off), hi - lo);
+          }
           if (er.fact->end <= blockEnd) {
             er.done = true;
             const std::string got = er.hash.finishHex();
@@ -143,6 +174,7 @@ uint64_t hashContainer(const ContainerFacts& facts, const HashOptions& opts, Ver
                                    got, ", manifest says ", er.fact->sha256)});
           }
         }
+        whole.update(b.data + (pos - off), blockEnd - pos);
         while (first < ranges.size() && ranges[first].done) ++first;
         off = blockEnd;
         bytesRead += b.size;
