@@ -218,7 +218,7 @@ std::vector<int> parseShardList(const std::string& list) {
       if (!out.insert(k).second) fail(ErrorKind::Usage, "--shards '", list, "': shard ", k, " listed twice");
     if (i < list.size()) {
       if (list[i] != ',') fail(ErrorKind::Usage, "--shards '", list, "': unexpected '", list[i], "'");
-      ++i;
+      if (++i == list.size()) fail(ErrorKind::Usage, "--shards '", list, "': trailing comma");
     }
   }
   if (out.empty()) fail(ErrorKind::Usage, "--shards is empty");
