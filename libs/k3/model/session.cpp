@@ -31,8 +31,11 @@ void Session::feed(std::span<const int32_t> ids, float* allLogits) {
   if (state_.position + ids.size() > opts_.maxContext)
     fail(ErrorKind::Usage, "context limit: ", state_.position + ids.size(), " tokens exceed --ctx ",
          opts_.maxContext);
-  const auto t0 = std::chrono::steady_clock::now();
   const size_t V = vocabSize();
+  for (int32_t id : ids)  // refuse before any state changes
+    if (id < 0 || static_cast<size_t>(id) >= V)
+      fail(ErrorKind::Usage, "token id ", id, " is outside the vocabulary [0, ", V, ")");
+  const auto t0 = std::chrono::steady_clock::now();
   for (size_t b = 0; b < ids.size(); b += forward_.maxChunk()) {
     const size_t n = std::min(forward_.maxChunk(), ids.size() - b);
     const bool lastChunk = b + n == ids.size();
@@ -47,7 +50,7 @@ void Session::feed(std::span<const int32_t> ids, float* allLogits) {
   }
   history_.insert(history_.end(), ids.begin(), ids.end());
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (ids.size() == 1) {
+  if (ids.size() == 1 && !allLogits) {  // a decode step
     stats_.decodeTokens += 1;
     stats_.decodeSeconds += secs;
   } else {
