@@ -96,6 +96,7 @@ struct SafetensorsWriter::Pipeline {
   std::atomic<bool> direct{false};
   std::string tmp;
   std::function<void(uint64_t, const uint8_t*, size_t)> observer;
+  bool hashFile = true;
   Sha256 sha;
 
   BlockingQueue<size_t> freeQ;
@@ -124,7 +125,7 @@ struct SafetensorsWriter::Pipeline {
   void hashLoop() {
     Chunk c;
     while (hashQ.pop(c)) {
-      if (!failed) {
+      if (!failed && hashFile) {
         try {
           sha.update(pool->buffer(c.buf), c.len);
         } catch (...) {
@@ -270,6 +271,7 @@ SafetensorsWriter::SafetensorsWriter(std::string finalPath, std::vector<TensorSp
   pipe_->pool = options.pool;
   pipe_->tmp = tempPath_;
   pipe_->observer = std::move(options.observer);
+  pipe_->hashFile = options.hashFile;
   const int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
   int fd = -1;
   if (options.directIo) {
@@ -344,7 +346,7 @@ void SafetensorsWriter::finish() {
   submitCurrent();
   p.drain();
   p.rethrowIfFailed();
-  sha256_ = p.sha.finishHex();
+  if (p.hashFile) sha256_ = p.sha.finishHex();
   auto bail = [&](int e, const std::string& path, const char* what) {
     abort();
     failErrno(e, path, what);

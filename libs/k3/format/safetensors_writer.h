@@ -64,6 +64,9 @@ class SafetensorsWriter {
     // after the SHA-256 stage: (absolute file offset, bytes, length).
     std::function<void(uint64_t, const uint8_t*, size_t)> observer;
     std::string tempPath;     // default: <final>.tmp
+    // false: skip the writer's own SHA-256 (sha256Hex() stays empty), for
+    // callers whose observer hashes the file together with other digests.
+    bool hashFile = true;
   };
 
   SafetensorsWriter(std::string finalPath, std::vector<TensorSpec> tensors, Options options);
@@ -95,7 +98,7 @@ class SafetensorsWriter {
   void finish();
   // Stops the pipeline and removes the temp file (idempotent; no throw).
   void abort() noexcept;
-  const std::string& sha256Hex() const { return sha256_; }  // after finish()
+  const std::string& sha256Hex() const { return sha256_; }  // after finish(), if hashFile
 
  private:
   struct Pipeline;
