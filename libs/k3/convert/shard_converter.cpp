@@ -152,13 +152,22 @@ ManifestShard ShardConverter::convert(const ShardPlan& plan, const std::string& 
   if (w.fileSize() != plan.fileSize || w.headerSize() != plan.header.size())
     fail(ErrorKind::Internal, plan.outputFile, ": writer layout disagrees with the plan");
 
-  constexpr uint64_t kAhead = uint64_t{32} << 20;
+  // Sliding readahead window over the coming spans: experts are read in id
+  // order, not file order, so the kernel's own sequential readahead misses them.
+  constexpr uint64_t kWindow = uint64_t{96} << 20;
+  size_t advised = 0;       // steps [0, advised) have been advised
+  uint64_t advisedEnd = 0;  // source bytes advised ahead of the current step, cumulative
+  uint64_t consumed = 0;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const PlanStep& step = plan.steps[i];
-    if (i + 1 < plan.steps.size())  // let the kernel fetch the next span meanwhile
-      ::posix_fadvise(in.fd, static_cast<off_t>(plan.steps[i + 1].srcOffset),
-                      static_cast<off_t>(std::min(plan.steps[i + 1].srcBytes, kAhead)),
-                      POSIX_FADV_WILLNEED);
+    while (advised < plan.steps.size() && advisedEnd < consumed + kWindow) {
+      const PlanStep& a = plan.steps[advised++];
+      // Long spans are capped: the kernel's sequential readahead covers their rest.
+      ::posix_fadvise(in.fd, static_cast<off_t>(a.srcOffset),
+                      static_cast<off_t>(std::min(a.srcBytes, kWindow)), POSIX_FADV_WILLNEED);
+      advisedEnd += a.srcBytes;
+    }
+    consumed += step.srcBytes;
     if (step.kind != PlanStep::Kind::Copy) {
       quantize(step, in.fd, src.path, w, progress);
       continue;
