@@ -102,7 +102,9 @@ TEST(ModelResidency, SmallBoundedRunStaysWithinBudgetPlusDenseWeights) {
   std::printf("[measured] small: experts %.1f MB, budget %.1f MB, dense %.1f MB, peak RSS bounded %.1f MB, "
               "unbounded %.1f MB\n",
               w->expertBytesTotal() / 1e6, quarter / 1e6, dense / 1e6, bounded / 1e6, unbounded / 1e6);
+#ifndef __SANITIZE_ADDRESS__  // ASan's shadow memory and quarantine add hundreds of MB
   EXPECT_LE(bounded, static_cast<double>(quarter + dense) + 48e6);  // + allocator, code, buffers
+#endif
   EXPECT_LT(bounded, unbounded);
 }
 
