@@ -9,6 +9,7 @@
 
 #include "k3/format/sha256.h"
 #include "k3/io/error.h"
+#include "k3/io/file_io.h"
 #include "k3/quant/bf16.h"
 #include "k3/quant/quantize.h"
 #include "k3/verify/sha256_ni.h"
@@ -16,28 +17,10 @@
 namespace k3::convert {
 namespace {
 
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 void preadExact(int fd, void* buf, size_t len, uint64_t offset, const std::string& path) {
-  auto* p = static_cast<uint8_t*>(buf);
-  while (len > 0) {
-    ssize_t n = ::pread(fd, p, len, static_cast<off_t>(offset));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      failErrno(errno, path, "read failed");
-    }
-    if (n == 0)
-      fail(ErrorKind::SourceChanged, path, ": unexpected end of file at byte ", offset,
-           " (the source shard shrank while being read)");
-    p += n;
-    len -= static_cast<size_t>(n);
-    offset += static_cast<uint64_t>(n);
-  }
+  if (preadFull(fd, buf, len, offset, path) != len)
+    fail(ErrorKind::SourceChanged, path, ": unexpected end of file at byte ", offset,
+         " (the source shard shrank while being read)");
 }
 
 // Hashes the whole output file and each expert's byte range as the writer
@@ -136,7 +119,7 @@ ShardConverter::~ShardConverter() = default;
 ManifestShard ShardConverter::convert(const ShardPlan& plan, const std::string& dstDir,
                                       ProgressMeter& progress) {
   const SourceShard& src = *plan.source;
-  Fd in{::open(src.path.c_str(), O_RDONLY | O_CLOEXEC)};
+  UniqueFd in(::open(src.path.c_str(), O_RDONLY | O_CLOEXEC));
   if (in.fd < 0) failErrno(errno, src.path, "cannot open");
   ::posix_fadvise(in.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 

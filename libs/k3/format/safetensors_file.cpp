@@ -8,30 +8,14 @@
 #include <cstring>
 
 #include "k3/io/error.h"
+#include "k3/io/file_io.h"
 
 namespace k3 {
 namespace {
 
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 void preadExact(int fd, void* buf, size_t len, uint64_t offset, const std::string& path) {
-  auto* p = static_cast<char*>(buf);
-  while (len > 0) {
-    ssize_t n = ::pread(fd, p, len, static_cast<off_t>(offset));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      failErrno(errno, path, "read failed");
-    }
-    if (n == 0) fail(ErrorKind::Format, path, ": unexpected end of file at byte ", offset);
-    p += n;
-    len -= static_cast<size_t>(n);
-    offset += static_cast<uint64_t>(n);
-  }
+  if (preadFull(fd, buf, len, offset, path) != len)
+    fail(ErrorKind::Format, path, ": unexpected end of file at byte ", offset);
 }
 
 }  // namespace
@@ -39,7 +23,7 @@ void preadExact(int fd, void* buf, size_t len, uint64_t offset, const std::strin
 SafetensorsFile SafetensorsFile::open(const std::string& path, Access access) {
   SafetensorsFile f;
   f.path_ = path;
-  Fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.fd < 0) failErrno(errno, path, "cannot open");
   struct stat st {};
   if (::fstat(fd.fd, &st) != 0) failErrno(errno, path, "cannot stat");
