@@ -3,23 +3,7 @@
 // by the activation with the weight's sign folded in (masked negate), giving
 // the exact integer dot of group g in lanes 0-7 and of group g+1 in lanes 8-15;
 // one FMA then applies the per-lane factor 2^(s-127)*0.5*xs.
-#ifdef K3_QUANT_AVX512_EMULATION
-// Tests compile this file against a scalar model of the intrinsics so the
-// lane logic is checked on CPUs without AVX-512 (tests/quant/avx512_emu_test.cpp).
-#include K3_QUANT_AVX512_EMULATION
-#else
-// GCC 12.2 false positive (PR105593): the _mm512_undefined_* helpers inside
-// many AVX-512 intrinsics self-initialise and trip -Wuninitialized.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
-#endif
+#include "k3/quant/avx512_intrinsics.h"
 
 #include "k3/quant/act_q8.h"
 #include "k3/quant/isa_kernels.h"

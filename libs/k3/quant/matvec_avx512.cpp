@@ -4,23 +4,7 @@
 // each lookup returns the dequantised weight: e2m1 * 2^(s-127) exactly for
 // MXFP4, (nibble-8) * s for int4 (spec 5.4's dequant). Four accumulators per
 // vector, fixed-order reduction.
-#ifdef K3_QUANT_AVX512_EMULATION
-// Tests compile this file against a scalar model of the intrinsics so the
-// lane logic is checked on CPUs without AVX-512 (tests/quant/avx512_emu_test.cpp).
-#include K3_QUANT_AVX512_EMULATION
-#else
-// GCC 12.2 false positive (PR105593): the _mm512_undefined_* helpers inside
-// many AVX-512 intrinsics self-initialise and trip -Wuninitialized.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
-#endif
+#include "k3/quant/avx512_intrinsics.h"
 
 #include "k3/quant/bf16.h"
 #include "k3/quant/isa_kernels.h"
