@@ -24,7 +24,9 @@ const char* isaName(Isa isa) {
   return "?";
 }
 
-bool isaSupported(Isa isa) {
+// Asked once per ISA: cpuid is a VM exit under virtualisation, far too slow
+// for the per-call checks of the kernel entry points.
+static bool probeIsa(Isa isa) {
   switch (isa) {
     case Isa::Scalar:
       return true;
@@ -32,12 +34,18 @@ bool isaSupported(Isa isa) {
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
              hasF16c() && __builtin_cpu_supports("bmi2");
     case Isa::Avx512:
-      return isaSupported(Isa::Avx2) && __builtin_cpu_supports("avx512f") &&
+      return probeIsa(Isa::Avx2) && __builtin_cpu_supports("avx512f") &&
              __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni") &&
              __builtin_cpu_supports("avx512bf16");
   }
   return false;
+}
+
+bool isaSupported(Isa isa) {
+  static const bool supported[3] = {probeIsa(Isa::Scalar), probeIsa(Isa::Avx2), probeIsa(Isa::Avx512)};
+  const auto i = static_cast<unsigned>(isa);
+  return i < 3 && supported[i];
 }
 
 static Isa detectBestIsa() {
