@@ -127,6 +127,16 @@ inline __m512i _mm512_dpbusd_epi32(__m512i src, __m512i a, __m512i b) {
   }
   return src;
 }
+inline __m512i _mm512_abs_epi8(__m512i a) {  // -128 stays 0x80 (= 128 as u8)
+  for (auto& v : a.u8) v = uint8_t(int8_t(v) < 0 ? -int(int8_t(v)) : v);
+  return a;
+}
+inline __mmask64 _mm512_movepi8_mask(__m512i a) {  // sign bit of every byte
+  __mmask64 k = 0;
+  for (int i = 0; i < 64; ++i)
+    if (a.u8[i] & 0x80) k |= __mmask64(1) << i;
+  return k;
+}
 inline __mmask64 _mm512_test_epi8_mask(__m512i a, __m512i b) {
   __mmask64 k = 0;
   for (int i = 0; i < 64; ++i)

@@ -224,3 +224,73 @@ TEST(MatvecQ8, Int4EveryIsaMatchesOracleAndMatmulIsBitIdentical) {
   std::vector<float> xs(2), y(2);
   EXPECT_THROW(matvecMxfp4Q8(t.view, xq.data(), xs.data(), y.data(), 0, 2), k3::Error);
 }
+
+// IDOT on int8-row weights: every ISA vs the oracle, matmul == matvec bits,
+// q = -128 (outside what the quantizer writes) still exact, and a column
+// count that is not a multiple of 32 refused.
+TEST(MatvecQ8, Int8RowEveryIsaMatchesOracleAndMatmulIsBitIdentical) {
+  for (size_t cols : {32, 96, 544, 1088, 7168}) {  // 1, 3, 17, 34, 224 groups
+    TestWeight t = makeWeight(WeightFormat::I8Row, kRows, cols, cols + 41);
+    t.data[3] = 0x80;
+    const size_t groups = cols / 32, n = 6;
+    auto X = k3test::quant::uniformFloats(n * cols, cols + 42);
+    std::vector<int8_t> Xq(n * cols);
+    std::vector<float> Xs(n * groups);
+    quantizeActivationsQ8_32(Isa::Scalar, X.data(), n * cols, Xq.data(), Xs.data());
+    for (Isa isa : k3test::quant::supportedIsas()) {
+      std::vector<float> Y(n * kRows, kSentinel);
+      matmulQ8(isa, t.view, Xq.data(), Xs.data(), n, Y.data(), 2, 35);
+      for (size_t v = 0; v < n; ++v) {
+        SCOPED_TRACE("cols=" + std::to_string(cols) + " v=" + std::to_string(v) + " " + isaName(isa));
+        Oracle o = k3test::quant::q8Oracle(t, Xq.data() + v * cols, Xs.data() + v * groups);
+        std::vector<float> y(kRows, kSentinel);
+        matvecQ8(isa, t.view, Xq.data() + v * cols, Xs.data() + v * groups, y.data(), 2, 35);
+        for (size_t r = 0; r < kRows; ++r) {
+          if (r < 2 || r >= 35) {
+            ASSERT_EQ(y[r], kSentinel);
+            ASSERT_EQ(Y[v * kRows + r], kSentinel);
+            continue;
+          }
+          ASSERT_NEAR(double(y[r]), o.exact[r], kQ8DotRelTol * o.absSum[r] + kAbsFloor) << "row " << r;
+          ASSERT_EQ(k3test::quant::bitsOf(Y[v * kRows + r]), k3test::quant::bitsOf(y[r])) << "row " << r;
+        }
+      }
+    }
+  }
+  TestWeight odd = makeWeight(WeightFormat::I8Row, 2, 48, 1);
+  std::vector<int8_t> xq(64);
+  std::vector<float> xs(2), y(2);
+  EXPECT_THROW(matvecQ8(odd.view, xq.data(), xs.data(), y.data(), 0, 2), k3::Error);
+  EXPECT_THROW(matvecMxfp4Q8(makeWeight(WeightFormat::I8Row, 2, 64, 1).view, xq.data(), xs.data(),
+                             y.data(), 0, 2),
+               k3::Error);
+}
+
+// The scalar reference's order for int8 rows, by hand: the row scale is
+// applied last, each group's exact integer dot is scaled by its xs.
+TEST(MatvecQ8, Int8RowScalarHandChecked) {
+  const size_t cols = 64;
+  std::vector<int8_t> q(cols, 0), xq(cols, 0);
+  q[0] = 3, q[1] = -127, q[40] = -128;
+  xq[0] = 5, xq[1] = 2, xq[40] = 127;
+  const float scale = 0.25f, xs[2] = {0.5f, 2.0f};
+  WeightView w{WeightFormat::I8Row, 1, cols, q.data(), &scale};
+  float y = 0.0f;
+  matvecQ8(Isa::Scalar, w, xq.data(), xs, &y, 0, 1);
+  const float expect = 0.25f * (float(3 * 5 - 127 * 2) * 0.5f + float(-128 * 127) * 2.0f);
+  EXPECT_EQ(y, expect);
+}
+
+// Close to the f32 path on random data (the runtime measures the end-to-end cost).
+TEST(MatvecQ8, Int8RowCloseToExactPath) {
+  const size_t cols = 1088;
+  TestWeight t = makeWeight(WeightFormat::I8Row, kRows, cols, 7);
+  auto x = k3test::quant::uniformFloats(cols, 8);
+  std::vector<int8_t> xq(cols);
+  std::vector<float> xs(cols / 32), y(kRows), yq(kRows);
+  quantizeActivationsQ8_32(x.data(), cols, xq.data(), xs.data());
+  matvec(t.view, x.data(), y.data(), 0, kRows);
+  matvecQ8(t.view, xq.data(), xs.data(), yq.data(), 0, kRows);
+  Oracle o = oracle(t.view, x.data());
+  for (size_t r = 0; r < kRows; ++r) EXPECT_NEAR(yq[r], y[r], 0.01 * o.absSum[r]) << r;
+}

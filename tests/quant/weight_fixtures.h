@@ -87,24 +87,36 @@ inline Oracle oracle(const WeightView& w, const float* x) {
 // summed in double. absSum is sum |value * xq| * |factor|: kernels convert
 // partial integer sums to f32, so cancellation inside a group counts toward
 // the error bound.
+// int8 rows: the weight value is q itself and the factor s[r] * xs[g].
 inline Oracle q8Oracle(const TestWeight& t, const int8_t* xq, const float* xs) {
   const size_t rows = t.view.rows, cols = t.view.cols, groups = cols / 32;
   const bool mx = t.view.format == WeightFormat::MXFP4;
+  const bool i8 = t.view.format == WeightFormat::I8Row;
   Oracle o{std::vector<double>(rows), std::vector<double>(rows)};
   for (size_t r = 0; r < rows; ++r)
     for (size_t g = 0; g < groups; ++g) {
       long dot = 0, absDot = 0;
       for (size_t i = 0; i < 32; ++i) {
         size_t c = g * 32 + i;
-        uint8_t b = t.data[r * cols / 2 + c / 2];
-        int code = (c & 1) ? b >> 4 : b & 15;
-        long p = long(mx ? k3::quant::kE2M1x2[code] : code - 8) * xq[c];
+        long value;
+        if (i8) {
+          value = int8_t(t.data[r * cols + c]);
+        } else {
+          uint8_t b = t.data[r * cols / 2 + c / 2];
+          int code = (c & 1) ? b >> 4 : b & 15;
+          value = mx ? k3::quant::kE2M1x2[code] : code - 8;
+        }
+        long p = value * xq[c];
         dot += p;
         absDot += p < 0 ? -p : p;
       }
       double f;
       if (mx) {
         f = std::ldexp(0.5, int(t.scales[r * groups + g]) - 127) * xs[g];
+      } else if (i8) {
+        float s;
+        std::memcpy(&s, &t.scales[4 * r], 4);
+        f = double(s) * xs[g];
       } else {
         float s;
         std::memcpy(&s, &t.scales[4 * (r * (groups / 2) + g / 2)], 4);

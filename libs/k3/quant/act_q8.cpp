@@ -1,4 +1,4 @@
-// Scalar IDOT reference (MXFP4 / int4-g64 x int8 activations) and its dispatch.
+// Scalar IDOT reference (MXFP4 / int4-g64 / int8-row x int8 activations) and its dispatch.
 #include "k3/quant/act_q8.h"
 
 #include <cmath>
@@ -15,7 +15,21 @@ namespace {
 // Integer value of each 4-bit code: doubled e2m1 for MXFP4, nibble-8 for int4.
 constexpr int8_t kInt4Values[16] = {-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7};
 
+// int8 rows: y = s[r] * sum_g (float)(sum_{i in g} q*xq) * xs[g] (act_q8.h).
+float dotRowI8Q8Scalar(const WeightView& w, size_t r, const int8_t* xq, const float* xs) {
+  const size_t cols = w.cols, groups = cols / kQ8Group;
+  const int8_t* p = static_cast<const int8_t*>(w.data) + r * cols;
+  float acc = 0.0f;
+  for (size_t g = 0; g < groups; ++g) {
+    int32_t dot = 0;
+    for (size_t i = g * kQ8Group; i < (g + 1) * kQ8Group; ++i) dot += int32_t(p[i]) * xq[i];
+    acc += float(dot) * xs[g];
+  }
+  return static_cast<const float*>(w.scales)[r] * acc;
+}
+
 float dotRowQ8Scalar(const WeightView& w, size_t r, const int8_t* xq, const float* xs) {
+  if (w.format == WeightFormat::I8Row) return dotRowI8Q8Scalar(w, r, xq, xs);
   const size_t cols = w.cols, groups = cols / kQ8Group;
   const bool mx = w.format == WeightFormat::MXFP4;
   const int8_t* values = mx ? kE2M1x2 : kInt4Values;
@@ -38,26 +52,37 @@ float dotRowQ8Scalar(const WeightView& w, size_t r, const int8_t* xq, const floa
   return acc;
 }
 
-void checkQ8(const WeightView& w, size_t r0, size_t r1, const char* what, bool int4Ok) {
+void checkQ8(const WeightView& w, size_t r0, size_t r1, const char* what, bool anyFormat) {
   checkWeightView(w, r0, r1, what);
-  if (w.format != WeightFormat::MXFP4 && !(int4Ok && w.format == WeightFormat::I4G64))
-    fail(ErrorKind::Usage, what, ": needs an MXFP4", int4Ok ? " or I4G64" : "", " weight, got ",
-         weightFormatName(w.format));
+  if (anyFormat ? !hasQ8Kernel(w.format) : w.format != WeightFormat::MXFP4)
+    fail(ErrorKind::Usage, what, ": needs an MXFP4", anyFormat ? ", I4G64 or I8Row" : "",
+         " weight, got ", weightFormatName(w.format));
+  if (w.cols % kQ8Group)  // I8Row only; the 4-bit formats' checks imply it
+    fail(ErrorKind::Usage, what, ": ", w.cols, " columns is not a multiple of ", kQ8Group);
 }
 
-// MXFP4 runs the AVX-512 VNNI kernel where available; int4 uses the AVX2 one.
+// MXFP4 and int8 rows run the AVX-512 VNNI kernels where available; int4 uses
+// the AVX2 one there.
 void runQ8(Isa isa, const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
            size_t r0, size_t r1) {
+  const bool i8 = w.format == WeightFormat::I8Row;
   switch (isa) {
     case Isa::Scalar: return scalar::matmulQ8(w, Xq, Xs, n, Y, r0, r1);
-    case Isa::Avx2: return avx2::matmulQ8(w, Xq, Xs, n, Y, r0, r1);
+    case Isa::Avx2:
+      if (i8) return avx2::matmulI8Q8(w, Xq, Xs, n, Y, r0, r1);
+      return avx2::matmulQ8(w, Xq, Xs, n, Y, r0, r1);
     case Isa::Avx512:
       if (w.format == WeightFormat::MXFP4) return avx512::matmulMxfp4Q8(w, Xq, Xs, n, Y, r0, r1);
+      if (i8) return avx512::matmulI8Q8(w, Xq, Xs, n, Y, r0, r1);
       return avx2::matmulQ8(w, Xq, Xs, n, Y, r0, r1);
   }
 }
 
 }  // namespace
+
+bool hasQ8Kernel(WeightFormat f) {
+  return f == WeightFormat::MXFP4 || f == WeightFormat::I4G64 || f == WeightFormat::I8Row;
+}
 
 namespace scalar {
 void quantizeActivationsQ8_32(const float* x, size_t n, int8_t* xq, float* xs) {

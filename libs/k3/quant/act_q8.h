@@ -1,4 +1,4 @@
-// Integer-dot ("IDOT", spec 4) kernels: MXFP4 (and int4-g64) weights x
+// Integer-dot ("IDOT", spec 4) kernels: MXFP4 (and int4-g64, int8-row) weights x
 // activations quantised to int8 per 32-element group. Doubled e2m1 values are exact int8
 // {0,1,2,3,4,6,8,12} (and negatives), so each 32-group dot is an exact integer:
 //   y[r] = sum_g (float)(sum_{i in g} E2M1x2[code]*xq[i]) * (2^(s_g-127)*0.5*xs_g)
@@ -33,9 +33,15 @@ void matvecMxfp4Q8(const WeightView& w, const int8_t* xq, const float* xs, float
 void matmulMxfp4Q8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
                    size_t r0, size_t r1);
 
-// The same for MXFP4 or I4G64 weights. For int4-g64 each 32-group's integer
-// dot of (nibble-8)*xq is scaled by s[r, g/2] * xs[g]:
+// True for the formats matvecQ8 / matmulQ8 take.
+bool hasQ8Kernel(WeightFormat f);
+
+// The same for MXFP4, I4G64 or I8Row weights (I8Row: cols % 32 == 0). For
+// int4-g64 each 32-group's integer dot of (nibble-8)*xq is scaled by s[r, g/2] * xs[g]:
 //   y[r] = sum_g (float)(sum_{i in g} (nib-8)*xq[i]) * (s[r, g/2] * xs[g]).
+// For int8 rows the row scale comes last (one multiply per row, as in matvec.h):
+//   y[r] = s[r] * sum_g (float)(sum_{i in g} q[r,i]*xq[i]) * xs[g].
+// Every group dot is exact in int32 (|q|, |xq| <= 127, even q = -128 fits).
 void matvecQ8(const WeightView& w, const int8_t* xq, const float* xs, float* y, size_t r0,
               size_t r1);
 void matmulQ8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,

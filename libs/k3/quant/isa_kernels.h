@@ -23,18 +23,25 @@ Isa requireIsa(Isa isa, const char* what);
                        float* scales);                                                        \
   void quantizeActivationsQ8_32(const float* x, size_t n, int8_t* xq, float* xs);             \
   void matmul(const WeightView& w, const float* X, size_t n, float* Y, size_t r0, size_t r1); \
-  /* IDOT, MXFP4 or I4G64 weights */                                                        \
+  /* IDOT, any format hasQ8Kernel() takes (scalar); MXFP4 or I4G64 (avx2) */               \
   void matmulQ8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,   \
                 size_t r0, size_t r1);
 
 namespace scalar { K3_QUANT_ISA_KERNELS }
-namespace avx2 { K3_QUANT_ISA_KERNELS }
-// AVX-512 only where it pays: the wide decode/dot kernels (IDOT: MXFP4 only).
-// The rest use avx2::.
+namespace avx2 {
+K3_QUANT_ISA_KERNELS
+// IDOT on int8-row weights (act_q8_i8_avx2.cpp).
+void matmulI8Q8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
+                size_t r0, size_t r1);
+}  // namespace avx2
+// AVX-512 only where it pays: the wide decode/dot kernels (IDOT: MXFP4 and
+// int8 rows). The rest use avx2::.
 namespace avx512 {
 void matmul(const WeightView& w, const float* X, size_t n, float* Y, size_t r0, size_t r1);
 void matmulMxfp4Q8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
                    size_t r0, size_t r1);
+void matmulI8Q8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
+                size_t r0, size_t r1);
 }  // namespace avx512
 
 #undef K3_QUANT_ISA_KERNELS
