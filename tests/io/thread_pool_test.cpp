@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <numeric>
 #include <vector>
 
@@ -28,4 +29,24 @@ TEST(ThreadPool, RunGivesEachThreadItsId) {
       seen[tid]++;
     });
   for (auto& s : seen) EXPECT_EQ(s.load(), 100);
+}
+
+// Back-to-back tiny jobs (the spinning hand-off) and jobs after idle gaps long
+// enough for the workers to fall asleep (the condition-variable hand-off):
+// every job runs exactly once per thread and run() returns only after all of
+// them, so the plain (non-atomic) counters are race-free if the pool is right.
+TEST(ThreadPool, HandOffsSpinningAndSleepingLoseNothing) {
+  k3::ThreadPool pool(3);
+  std::vector<long> perThread(pool.size(), 0);
+  long expected = 0;
+  for (int rep = 0; rep < 3000; ++rep) {
+    pool.run([&](size_t tid, size_t) { perThread[tid] += rep; });
+    expected += rep;
+  }
+  for (int rep = 0; rep < 5; ++rep) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    pool.run([&](size_t tid, size_t) { perThread[tid] += 1; });
+    expected += 1;
+  }
+  for (long v : perThread) EXPECT_EQ(v, expected);
 }
