@@ -21,37 +21,13 @@
 #include "k3/format/sha256.h"
 #include "k3/format/tensor_inventory.h"
 #include "k3/io/error.h"
+#include "k3/io/file_io.h"
 #include "k3/io/thread_pool.h"
 
 namespace fs = std::filesystem;
 
 namespace k3::verify {
 namespace {
-
-struct Fd {
-  int fd = -1;
-  explicit Fd(const std::string& path) : fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {}
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-};
-
-// Reads up to len bytes at offset; returns bytes read (short only at EOF).
-size_t preadFull(int fd, uint8_t* buf, size_t len, uint64_t offset) {
-  size_t got = 0;
-  while (got < len) {
-    ssize_t n = ::pread(fd, buf + got, len - got, static_cast<off_t>(offset + got));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw Error(ErrorKind::Io, std::string("read failed: ") + std::strerror(errno));
-    }
-    if (n == 0) break;
-    got += static_cast<size_t>(n);
-  }
-  return got;
-}
 
 size_t threadCount(const HashOptions& opts, size_t jobs) {
   size_t t = opts.threads ? opts.threads : std::max<size_t>(1, std::thread::hardware_concurrency());
@@ -200,13 +176,13 @@ uint64_t hashContainer(const ContainerFacts& facts, const HashOptions& opts, Ver
   // The copied extra files are small: hash them inline.
   for (const auto& f : facts.manifest->files) {
     const std::string path = (fs::path(facts.dir) / f.file).string();
-    Fd fd(path);
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (fd.fd < 0) continue;  // reported by the fast pass
     Sha256 h;
     std::vector<uint8_t> buf(1 << 16);
     uint64_t off = 0;
     try {
-      for (size_t n; (n = preadFull(fd.fd, buf.data(), buf.size(), off)) > 0; off += n) h.update(buf.data(), n);
+      for (size_t n; (n = preadFull(fd.fd, buf.data(), buf.size(), off, path)) > 0; off += n) h.update(buf.data(), n);
     } catch (const Error& e) {
       report.add(ProblemKind::Unreadable, "", "", cat(f.file, ": ", e.what()));
       continue;
@@ -278,14 +254,14 @@ uint64_t hashSource(const std::string& srcDir, const ContainerFacts& facts, cons
                  cat("source shard ", s.sourceFile, " is ", size, " bytes, manifest says ", s.sourceSize));
       continue;
     }
-    Fd fd(path);
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     uint8_t len[8];
-    if (fd.fd < 0 || size < 8 || preadFull(fd.fd, len, 8, 0) != 8) continue;  // reported below
+    if (fd.fd < 0 || size < 8 || preadFull(fd.fd, len, 8, 0, path) != 8) continue;  // reported below
     uint64_t n = 0;
     for (int i = 7; i >= 0; --i) n = (n << 8) | len[i];
     if (n > size - 8) continue;
     std::vector<uint8_t> head(static_cast<size_t>(8 + n));
-    if (preadFull(fd.fd, head.data(), head.size(), 0) != head.size()) continue;
+    if (preadFull(fd.fd, head.data(), head.size(), 0, path) != head.size()) continue;
     const std::string got = Sha256::hexOf(head.data(), head.size());
     if (got != s.sourceHeaderSha256)
       report.add(ProblemKind::Source, s.file, "",
@@ -343,7 +319,8 @@ uint64_t hashSource(const std::string& srcDir, const ContainerFacts& facts, cons
     uint8_t* const buf = buffers.at(0);
     std::vector<Problem> found;
     const std::string& file = files[jobs[runs[r].front()].shard];
-    Fd fd(paths[jobs[runs[r].front()].shard]);
+    const std::string& path = paths[jobs[runs[r].front()].shard];
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (fd.fd < 0) {
       found.push_back({ProblemKind::Unreadable, file, "", -1, -1, cat("cannot open source shard: ", std::strerror(errno))});
     } else {
@@ -355,7 +332,7 @@ uint64_t hashSource(const std::string& srcDir, const ContainerFacts& facts, cons
           for (auto [b, e] : job.ranges) {
             for (uint64_t off = b; off < e && !shortRead;) {
               const size_t want = static_cast<size_t>(std::min<uint64_t>(bufSize, e - off));
-              const size_t n = preadFull(fd.fd, buf, want, off);
+              const size_t n = preadFull(fd.fd, buf, want, off, path);
               h.update(buf, n);
               off += n;
               bytesRead += n;
