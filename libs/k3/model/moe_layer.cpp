@@ -1,7 +1,9 @@
 #include "k3/model/moe_layer.h"
 
 #include <algorithm>
+#include <exception>
 #include <limits>
+#include <mutex>
 
 #include "k3/model/linear.h"
 #include "k3/model/ops.h"
@@ -84,7 +86,7 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
   rowBegin_[unique_.size()] = pairs;
   const size_t U = unique_.size();
   if (!residency.bounded()) {
-    for (size_t u = 0; u < U; ++u) acquired_[u] = &residency.acquire(layer, unique_[u]);
+    for (size_t u = 0; u < U; ++u) acquired_[u] = &residency.mapped(layer, unique_[u]);
     pool.run([&](size_t tid, size_t nt) {
       // Contiguous expert ranges of about pairs/nt rows: thread t starts at
       // the first expert whose rows begin at or after t·pairs/nt.
@@ -93,12 +95,23 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
         while (u < U && rowBegin_[u] * nt < pairs * t) ++u;
         return u;
       };
-      for (size_t u = start(tid), end = start(tid + 1); u < end; ++u) runExpert(*acquired_[u], u, nullptr);
+      for (size_t u = start(tid), end = start(tid + 1); u < end; ++u) runExpert(*acquired_[u], u);
     });
   } else {
-    // A bounded slot holds only until the next acquire: one expert at a
-    // time, its rows split over the threads.
-    for (size_t u = 0; u < U; ++u) runExpert(residency.acquire(layer, unique_[u]), u, &pool);
+    // Bounded: the reads started by willUse() finish in their own order;
+    // threads take whole experts as they arrive, so compute overlaps I/O.
+    // The pool cannot carry an exception across threads: keep the first.
+    std::exception_ptr failed;
+    std::mutex failedMu;
+    pool.run([&](size_t, size_t) {
+      try {
+        while (ExpertLease l = residency.next()) runExpert(l.weights(), l.index());
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(failedMu);
+        if (!failed) failed = std::current_exception();
+      }
+    });
+    if (failed) std::rethrow_exception(failed);
   }
   std::fill(u_.begin(), u_.begin() + static_cast<std::ptrdiff_t>(n * lat_), 0.0f);
   for (size_t r = 0; r < pairs; ++r)  // pairs are in ascending expert id
@@ -116,14 +129,9 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
   for (size_t i = 0; i < n * D_; ++i) out[i] += sy_[i];
 }
 
-void MoeLayer::runExpert(const ExpertWeights& e, size_t u, ThreadPool* pool) {
+void MoeLayer::runExpert(const ExpertWeights& e, size_t u) {
   const size_t r0 = rowBegin_[u], m = rowBegin_[u + 1] - r0;
-  auto apply = [&](const WeightView& w, const float* X, float* Y) {
-    if (pool)
-      linear(*pool, w, X, m, Y);
-    else
-      linearRows(w, X, m, Y, 0, w.rows);
-  };
+  auto apply = [&](const WeightView& w, const float* X, float* Y) { linearRows(w, X, m, Y, 0, w.rows); };
   apply(e.w1, &zg_[r0 * lat_], &h1_[r0 * inter_]);
   apply(e.w3, &zg_[r0 * lat_], &h3_[r0 * inter_]);
   situGlu(&h1_[r0 * inter_], &h3_[r0 * inter_], m * inter_, b1_, b2_, &h1_[r0 * inter_]);

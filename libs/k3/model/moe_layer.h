@@ -5,7 +5,8 @@
 //
 // A chunk runs each unique expert once over all the tokens routed to it, so
 // every expert's weights are streamed once per chunk. The pool's threads take
-// whole experts (one parallel region per layer, not one per matrix); each
+// whole experts (one parallel region per layer, not one per matrix) — under
+// --expert-gb in the order their reads finish; each
 // token then adds its expert outputs in ascending expert id, whatever the
 // chunk size or thread count, which keeps chunked prefill bit-identical to
 // token-at-a-time.
@@ -35,9 +36,8 @@ class MoeLayer {
                ExpertResidency& residency);
 
  private:
-  // Expert unique_[u] over its gathered rows [rowBegin_[u], rowBegin_[u+1]),
-  // on this thread, or with its output rows split over `pool` when given.
-  void runExpert(const ExpertWeights& e, size_t u, ThreadPool* pool);
+  // Expert unique_[u] over its gathered rows [rowBegin_[u], rowBegin_[u+1]), on this thread.
+  void runExpert(const ExpertWeights& e, size_t u);
 
   size_t D_, E_, k_, lat_, inter_, ish_;
   float b1_, b2_, eps_;
