@@ -153,15 +153,15 @@ void BM_MatvecQ8(benchmark::State& state, WeightFormat f, Isa isa, size_t bytes)
 }
 
 // Prefill through the IDOT path: n activation vectors per call.
-void BM_MatmulMxfp4Q8(benchmark::State& state, Isa isa) {
+void BM_MatmulQ8(benchmark::State& state, WeightFormat f, Isa isa) {
   if (skipUnsupported(state, isa)) return;
-  WeightView w = viewFor(WeightFormat::MXFP4, kWeightBytes / 8);
+  WeightView w = viewFor(f, kWeightBytes / 8);
   const size_t n = size_t(state.range(0));
   std::vector<int8_t> xq(n * kCols);
   std::vector<float> xs(n * kCols / 32), Y(n * w.rows);
   quantizeActivationsQ8_32(pool().x.data(), n * kCols, xq.data(), xs.data());
   for (auto _ : state) {
-    matmulMxfp4Q8(isa, w, xq.data(), xs.data(), n, Y.data(), 0, w.rows);
+    matmulQ8(isa, w, xq.data(), xs.data(), n, Y.data(), 0, w.rows);
     benchmark::DoNotOptimize(Y.data());
   }
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(weightDataBytes(w) + weightScaleBytes(w)));
@@ -211,7 +211,7 @@ void registerAll() {
       benchmark::RegisterBenchmark((name + "/hot").c_str(), BM_Matvec, f, isa, kHotBytes)
           ->UseRealTime()->Unit(benchmark::kMicrosecond);
     }
-    for (WeightFormat f : {WeightFormat::MXFP4, WeightFormat::I4G64}) {
+    for (WeightFormat f : {WeightFormat::MXFP4, WeightFormat::I4G64, WeightFormat::I8Row}) {
       std::string q8 = std::string("MatvecQ8/") + weightFormatName(f) + "/" + isaName(isa);
       auto* b = benchmark::RegisterBenchmark(q8.c_str(), BM_MatvecQ8, f, isa, kWeightBytes);
       b->UseRealTime()->Unit(benchmark::kMillisecond);
@@ -227,8 +227,10 @@ void registerAll() {
           ->Arg(1)->Arg(4)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
     }
   for (Isa isa : {Isa::Avx2, Isa::Avx512})
-    benchmark::RegisterBenchmark((std::string("MatmulMxfp4Q8/") + isaName(isa)).c_str(), BM_MatmulMxfp4Q8, isa)
-        ->Arg(1)->Arg(4)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
+    for (WeightFormat f : {WeightFormat::MXFP4, WeightFormat::I4G64, WeightFormat::I8Row})
+      benchmark::RegisterBenchmark((std::string("MatmulQ8/") + weightFormatName(f) + "/" + isaName(isa)).c_str(),
+                                   BM_MatmulQ8, f, isa)
+          ->Arg(1)->Arg(4)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
   for (Isa isa : {Isa::Scalar, Isa::Avx2}) {
     std::string s = isaName(isa);
     benchmark::RegisterBenchmark(("QuantizeInt8Rows/" + s).c_str(), BM_QuantizeInt8, isa)

@@ -52,34 +52,33 @@ struct Q8Rows {
       for (int j = 0; j < NV; ++j) c[j] = _mm512_mul_ps(sw, _mm512_maskz_loadu_ps(m, xs[j] + g0));
       __m512i idx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
       const __m512i two = _mm512_set1_epi32(2);
-      size_t q = 0;
-      for (; q + 2 <= ng; q += 2) {
-        const size_t g = g0 + q;
-        __m512i w16 = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 * g)));
+      // Groups g, g+1 (or g alone: upper half zero) into accumulator a; `a`
+      // is a constant after inlining (a run-time index spills the accumulators).
+      auto pair = [&](size_t g, bool alone, int a) {
+        const __m256i bytes =
+            alone ? _mm256_zextsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * g)))
+                  : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 * g));
+        __m512i w16 = _mm512_cvtepu8_epi16(bytes);
         __m512i nib = _mm512_and_si512(_mm512_or_si512(w16, _mm512_slli_epi16(w16, 4)), nibMask);
         __m512i mag = _mm512_shuffle_epi8(lutMag, nib);
         __mmask64 neg = _mm512_test_epi8_mask(nib, signBit);
-        const int a = int(q >> 1) & 1;
         for (int j = 0; j < NV; ++j) {
-          __m512i x = _mm512_loadu_si512(xq[j] + 32 * g);
+          __m512i x = _mm512_maskz_loadu_epi8(alone ? 0xffffffffull : ~0ull, xq[j] + 32 * g);
           __m512i d = _mm512_dpbusd_epi32(zero, mag, _mm512_mask_sub_epi8(x, neg, zero, x));
           acc[j][a] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_permutexvar_ps(idx, c[j]), acc[j][a]);
         }
         idx = _mm512_add_epi32(idx, two);
+      };
+      size_t q = 0;
+      for (; q + 4 <= ng; q += 4) {
+        pair(g0 + q, false, 0);
+        pair(g0 + q + 2, false, 1);
       }
-      if (q < ng) {  // odd group count: last group alone, upper half zero
-        const size_t g = g0 + q;
-        __m512i w16 = _mm512_cvtepu8_epi16(
-            _mm256_zextsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * g))));
-        __m512i nib = _mm512_and_si512(_mm512_or_si512(w16, _mm512_slli_epi16(w16, 4)), nibMask);
-        __m512i mag = _mm512_shuffle_epi8(lutMag, nib);
-        __mmask64 neg = _mm512_test_epi8_mask(nib, signBit);
-        for (int j = 0; j < NV; ++j) {
-          __m512i x = _mm512_maskz_loadu_epi8(0xffffffffull, xq[j] + 32 * g);
-          __m512i d = _mm512_dpbusd_epi32(zero, mag, _mm512_mask_sub_epi8(x, neg, zero, x));
-          acc[j][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_permutexvar_ps(idx, c[j]), acc[j][0]);
-        }
+      if (q + 2 <= ng) {
+        pair(g0 + q, false, 0);
+        q += 2;
       }
+      if (q < ng) pair(g0 + q, true, 1);  // odd group count: last group alone
     }
     for (int j = 0; j < NV; ++j) out[j] = _mm512_reduce_add_ps(_mm512_add_ps(acc[j][0], acc[j][1]));
   }

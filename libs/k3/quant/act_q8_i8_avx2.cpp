@@ -40,17 +40,24 @@ struct I8Q8Rows {
       acc[j][0] = acc[j][1] = _mm256_setzero_ps();
     }
     const int8_t* p = data + r * cols;
-    const __m256i ones = _mm256_set1_epi16(1);
-    for (size_t g = 0; g < groups; ++g) {
+    // Group g goes to accumulator g & 1 (indices fixed at compile time: a
+    // run-time index puts the accumulators in memory).
+    auto group = [&](size_t g, int h) {
       const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kQ8Group * g));
       const __m256i a = _mm256_abs_epi8(w);
-      const int h = int(g & 1);
+      const __m256i ones = _mm256_set1_epi16(1);
       for (int j = 0; j < NV; ++j) {
         __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[j] + kQ8Group * g));
         __m256i d = _mm256_madd_epi16(_mm256_maddubs_epi16(a, _mm256_sign_epi8(x, w)), ones);
         acc[j][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_broadcast_ss(xs[j] + g), acc[j][h]);
       }
+    };
+    size_t g = 0;
+    for (; g + 2 <= groups; g += 2) {
+      group(g, 0);
+      group(g + 1, 1);
     }
+    if (g < groups) group(g, 0);
     const float s = scales[r];
     for (int j = 0; j < NV; ++j) {
       __m256 t = _mm256_add_ps(acc[j][0], acc[j][1]);

@@ -44,31 +44,30 @@ struct I8Q8Rows {
       for (int j = 0; j < NV; ++j) c[j] = _mm512_maskz_loadu_ps(m, xs[j] + g0);
       __m512i idx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
       const __m512i two = _mm512_set1_epi32(2);
-      size_t q = 0;
-      for (; q + 2 <= ng; q += 2) {
-        const size_t g = g0 + q;
-        const __m512i w = _mm512_loadu_si512(p + kQ8Group * g);
+      // Groups g, g+1 (or g alone: upper half zero) into accumulator a; `a`
+      // is a constant after inlining (a run-time index spills the accumulators).
+      auto pair = [&](size_t g, __mmask64 bytes, int a) {
+        const __m512i w = _mm512_maskz_loadu_epi8(bytes, p + kQ8Group * g);
         const __m512i mag = _mm512_abs_epi8(w);
         const __mmask64 neg = _mm512_movepi8_mask(w);
-        const int a = int(q >> 1) & 1;
         for (int j = 0; j < NV; ++j) {
-          __m512i x = _mm512_loadu_si512(xq[j] + kQ8Group * g);
+          __m512i x = _mm512_maskz_loadu_epi8(bytes, xq[j] + kQ8Group * g);
           __m512i d = _mm512_dpbusd_epi32(zero, mag, _mm512_mask_sub_epi8(x, neg, zero, x));
           acc[j][a] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_permutexvar_ps(idx, c[j]), acc[j][a]);
         }
         idx = _mm512_add_epi32(idx, two);
+      };
+      const __mmask64 all = ~__mmask64(0), low = 0xffffffffull;
+      size_t q = 0;
+      for (; q + 4 <= ng; q += 4) {
+        pair(g0 + q, all, 0);
+        pair(g0 + q + 2, all, 1);
       }
-      if (q < ng) {  // odd group count: last group alone, upper half zero
-        const size_t g = g0 + q;
-        const __m512i w = _mm512_maskz_loadu_epi8(0xffffffffull, p + kQ8Group * g);
-        const __m512i mag = _mm512_abs_epi8(w);
-        const __mmask64 neg = _mm512_movepi8_mask(w);
-        for (int j = 0; j < NV; ++j) {
-          __m512i x = _mm512_maskz_loadu_epi8(0xffffffffull, xq[j] + kQ8Group * g);
-          __m512i d = _mm512_dpbusd_epi32(zero, mag, _mm512_mask_sub_epi8(x, neg, zero, x));
-          acc[j][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_permutexvar_ps(idx, c[j]), acc[j][0]);
-        }
+      if (q + 2 <= ng) {
+        pair(g0 + q, all, 0);
+        q += 2;
       }
+      if (q < ng) pair(g0 + q, low, 1);  // odd group count: last group alone
     }
     const float s = scales[r];
     for (int j = 0; j < NV; ++j) out[j] = s * _mm512_reduce_add_ps(_mm512_add_ps(acc[j][0], acc[j][1]));
