@@ -118,7 +118,19 @@ EvalResult teacherForce(Session& s, const std::vector<int32_t>& ids, LogitsWrite
   return r;
 }
 
-void printStats(const Args& a, const Session& s, const std::string& extraJson) {
+// Expert streaming figures (--expert-gb): bytes, reads, time with a read in
+// flight (throughput = disk bytes over it), time compute waited for a read.
+std::string residencyJson(const ResidencyStats& r) {
+  const double gbs = r.readSeconds > 0 ? static_cast<double>(r.diskBytes) / r.readSeconds / 1e9 : 0.0;
+  return cat(",\"expert_budget_bytes\":", r.budgetBytes, ",\"expert_resident_bytes\":", r.residentBytes,
+             ",\"expert_reads\":", r.reads, ",\"expert_direct_reads\":", r.directReads,
+             ",\"expert_disk_bytes\":", r.diskBytes, ",\"expert_read_s\":", r.readSeconds,
+             ",\"expert_read_gb_s\":", gbs, ",\"expert_wait_s\":", r.waitSeconds);
+}
+
+void printStats(const Args& a, const Session& s, const std::string& callerJson) {
+  const ResidencyStats rs = s.residency().stats();
+  const std::string extraJson = residencyJson(rs) + callerJson;
   const SessionStats& st = s.stats();
   const double pf = st.prefillSeconds > 0 ? st.prefillTokens / st.prefillSeconds : 0.0;
   const double dc = st.decodeSeconds > 0 ? st.decodeTokens / st.decodeSeconds : 0.0;
@@ -138,6 +150,12 @@ void printStats(const Args& a, const Session& s, const std::string& extraJson) {
                  "expert bytes read %.1f MiB\n",
                  static_cast<unsigned long long>(st.prefillTokens), pf,
                  static_cast<unsigned long long>(st.decodeTokens), dc, rssMiB, expertMiB);
+    if (s.residency().bounded())
+      std::fprintf(stderr, "[k3-run] experts: budget %.1f MiB, resident %.1f MiB, %llu reads (%llu O_DIRECT) "
+                   "@ %.2f GB/s, compute waited %.2f s\n",
+                   rs.budgetBytes / 1048576.0, rs.residentBytes / 1048576.0,
+                   static_cast<unsigned long long>(rs.reads), static_cast<unsigned long long>(rs.directReads),
+                   rs.readSeconds > 0 ? rs.diskBytes / rs.readSeconds / 1e9 : 0.0, rs.waitSeconds);
   }
 }
 
