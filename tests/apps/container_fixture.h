@@ -42,39 +42,11 @@ inline void copyDir(const std::string& from, const std::string& to) {
 // limit (RLIMIT_FSIZE, set in the child before exec). Output goes to files.
 inline RunResult runWith(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                          rlim_t fsizeLimit = RLIM_INFINITY, int killAfterMs = -1) {
-  const std::string base = freshDir("runwith");
-  const std::string outPath = base + "/stdout", errPath = base + "/stderr";
-  pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    int o = ::open(outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int e = ::open(errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(o, 1);
-    ::dup2(e, 2);
-    if (fsizeLimit != RLIM_INFINITY) {
-      struct rlimit rl{fsizeLimit, fsizeLimit};
-      ::setrlimit(RLIMIT_FSIZE, &rl);
-    }
-    for (const auto& kv : env) ::putenv(const_cast<char*>(kv.c_str()));
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    ::_exit(127);
-  }
-  if (killAfterMs >= 0) {
-    ::usleep(static_cast<useconds_t>(killAfterMs) * 1000);
-    ::kill(pid, SIGKILL);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  RunResult r;
-  if (WIFEXITED(status)) r.exitCode = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
-  r.out = readFile(outPath);
-  r.err = readFile(errPath);
-  fs::remove_all(base);
-  return r;
+  RunOptions opts;
+  opts.env = env;
+  opts.fileSizeLimit = fsizeLimit == RLIM_INFINITY ? 0 : static_cast<uint64_t>(fsizeLimit);
+  opts.killAfterMs = killAfterMs;
+  return run(argv, opts);
 }
 
 inline std::string tool(const std::string& name) { return binDir() + "/" + name; }

@@ -1,6 +1,8 @@
 #include "support/test_env.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -61,7 +63,7 @@ static std::string slurpFd(int fd) {
   return s;
 }
 
-RunResult run(const std::vector<std::string>& argv) {
+RunResult run(const std::vector<std::string>& argv, const RunOptions& opts) {
   // Capture stdout/stderr through temp files: no pipe deadlocks, no threads.
   std::string base = freshDir("run");
   std::string outPath = base + "/stdout", errPath = base + "/stderr";
@@ -72,11 +74,20 @@ RunResult run(const std::vector<std::string>& argv) {
     int e = ::open(errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ::dup2(o, 1);
     ::dup2(e, 2);
+    if (opts.fileSizeLimit) {
+      const struct rlimit rl{static_cast<rlim_t>(opts.fileSizeLimit), static_cast<rlim_t>(opts.fileSizeLimit)};
+      ::setrlimit(RLIMIT_FSIZE, &rl);
+    }
+    for (const auto& kv : opts.env) ::putenv(const_cast<char*>(kv.c_str()));
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     ::execv(args[0], args.data());
     ::_exit(127);
+  }
+  if (opts.killAfterMs >= 0) {
+    ::usleep(static_cast<useconds_t>(opts.killAfterMs) * 1000);
+    ::kill(pid, SIGKILL);
   }
   int status = 0;
   ::waitpid(pid, &status, 0);

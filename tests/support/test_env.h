@@ -26,8 +26,15 @@ struct RunResult {
   std::string out;    // stdout
   std::string err;    // stderr
 };
+// How a child is run: extra environment ("NAME=value"), a file-size limit
+// (RLIMIT_FSIZE, bytes; 0 = none) and a SIGKILL after a delay (ms; < 0 = never).
+struct RunOptions {
+  std::vector<std::string> env;
+  uint64_t fileSizeLimit = 0;
+  int killAfterMs = -1;
+};
 // Runs argv[0] (a path) with the arguments; no shell involved.
-RunResult run(const std::vector<std::string>& argv);
+RunResult run(const std::vector<std::string>& argv, const RunOptions& opts = {});
 // Convenience: run(binDir()/tool, args...).
 RunResult runTool(const std::string& tool, const std::vector<std::string>& args);
 
