@@ -39,6 +39,7 @@ struct Args {
   int topK = 0;
   uint64_t seed = 0;
   double expertGb = 0.0;
+  std::string activations = "f32";
 };
 
 std::vector<int32_t> parseIds(const std::string& spec) {
@@ -139,11 +140,11 @@ void printStats(const Args& a, const Session& s, const std::string& callerJson) 
   if (a.json) {
     std::printf(
         "{\"prefill_tokens\":%llu,\"prefill_tok_s\":%.3f,\"decode_tokens\":%llu,\"decode_tok_s\":%.3f,"
-        "\"peak_rss_bytes\":%llu,\"expert_bytes_read\":%llu%s}\n",
+        "\"peak_rss_bytes\":%llu,\"expert_bytes_read\":%llu,\"activations\":\"%s\"%s}\n",
         static_cast<unsigned long long>(st.prefillTokens), pf,
         static_cast<unsigned long long>(st.decodeTokens), dc,
         static_cast<unsigned long long>(peakRssBytes()),
-        static_cast<unsigned long long>(s.residency().bytesRead()), extraJson.c_str());
+        static_cast<unsigned long long>(s.residency().bytesRead()), a.activations.c_str(), extraJson.c_str());
   } else {
     std::fprintf(stderr,
                  "[k3-run] prefill %llu tok @ %.2f tok/s | decode %llu tok @ %.2f tok/s | peak RSS %.1f MiB | "
@@ -169,7 +170,9 @@ std::string jsonIds(const char* key, const std::vector<int32_t>& ids) {
 }
 
 int runMain(const Args& a) {
-  auto weights = ModelWeights::open(a.dir);
+  WeightOptions wo;
+  wo.int8Activations = a.activations == "int8";
+  auto weights = ModelWeights::open(a.dir, wo);
   const ModelConfig& cfg = weights->config();
   // Experts stay on demand when their memory is bounded.
   if (a.preload) weights->prefault(a.expertGb <= 0.0);
@@ -304,6 +307,10 @@ int main(int argc, char** argv) {
   app.add_option("--threads", a.threads, "threads (0 = all cores)");
   app.add_option("--chunk", a.chunk, "prefill chunk size in tokens (default 32)")->check(CLI::PositiveNumber);
   app.add_option("--ctx", a.ctx, "context capacity in tokens (default 4096)")->check(CLI::PositiveNumber);
+  app.add_option("--activations", a.activations,
+                 "f32 (default, exact) or int8: activations quantised per 32 values into integer-dot "
+                 "kernels for the MXFP4/int4/int8 matrices (faster, approximate)")
+      ->check(CLI::IsMember({"f32", "int8"}));
   app.add_flag("--preload", a.preload, "map every weight page at start (warm page cache; experts too unless --expert-gb)");
   app.add_flag("--no-bos", a.noBos, "do not prepend the config's BOS to a raw prompt");
   app.add_flag("--json", a.json, "print results and stats as one JSON object");

@@ -1,19 +1,75 @@
 #include "k3/model/linear.h"
 
+#include <memory>
+
+#include "k3/quant/act_q8.h"
 #include "k3/quant/matvec.h"
 
 namespace k3::model {
 
-void linearRows(const WeightView& w, const float* X, size_t n, float* Y, size_t r0, size_t r1) {
+namespace {
+
+// Quantised activations on the stack up to this many values (every decode
+// matvec of K3: widest input 12288), else on the heap once per call.
+constexpr size_t kStackQ8Values = 16384;
+
+void f32Rows(const WeightView& w, const float* X, size_t n, float* Y, size_t r0, size_t r1) {
   if (n == 1)
     quant::matvec(w, X, Y, r0, r1);
   else
     quant::matmul(w, X, n, Y, r0, r1);
 }
 
+void q8Rows(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y, size_t r0,
+            size_t r1) {
+  if (n == 1)
+    quant::matvecQ8(w, Xq, Xs, Y, r0, r1);
+  else
+    quant::matmulQ8(w, Xq, Xs, n, Y, r0, r1);
+}
+
+// Quantises X ([n × w.cols]) and calls f(Xq, Xs).
+template <class F>
+void withQuantized(const WeightView& w, const float* X, size_t n, F&& f) {
+  const size_t values = n * w.cols, groups = values / quant::kQ8Group;
+  alignas(32) int8_t stackQ[kStackQ8Values];
+  alignas(32) float stackS[kStackQ8Values / quant::kQ8Group];
+  std::unique_ptr<int8_t[]> heapQ;
+  std::unique_ptr<float[]> heapS;
+  int8_t* xq = stackQ;
+  float* xs = stackS;
+  if (values > kStackQ8Values) {  // prefill only
+    heapQ.reset(new int8_t[values]);
+    heapS.reset(new float[groups]);
+    xq = heapQ.get();
+    xs = heapS.get();
+  }
+  quant::quantizeActivationsQ8_32(X, values, xq, xs);
+  f(static_cast<const int8_t*>(xq), static_cast<const float*>(xs));
+}
+
+}  // namespace
+
+bool usesInt8Activations(const WeightView& w) {
+  return w.int8Activations && quant::hasQ8Kernel(w.format) && w.cols % quant::kQ8Group == 0;
+}
+
+void linearRows(const WeightView& w, const float* X, size_t n, float* Y, size_t r0, size_t r1) {
+  if (!usesInt8Activations(w) || n == 0) return f32Rows(w, X, n, Y, r0, r1);
+  withQuantized(w, X, n, [&](const int8_t* Xq, const float* Xs) { q8Rows(w, Xq, Xs, n, Y, r0, r1); });
+}
+
 void linear(ThreadPool& pool, const WeightView& w, const float* X, size_t n, float* Y) {
   // 16-row grains keep every thread's slice on whole cache lines of Y.
-  pool.parallelFor(w.rows, [&](size_t r0, size_t r1) { linearRows(w, X, n, Y, r0, r1); }, 16);
+  constexpr size_t kGrain = 16;
+  if (!usesInt8Activations(w) || n == 0) {
+    pool.parallelFor(w.rows, [&](size_t r0, size_t r1) { f32Rows(w, X, n, Y, r0, r1); }, kGrain);
+    return;
+  }
+  // Quantise once, before the split: every thread reads the same Xq/Xs.
+  withQuantized(w, X, n, [&](const int8_t* Xq, const float* Xs) {
+    pool.parallelFor(w.rows, [&](size_t r0, size_t r1) { q8Rows(w, Xq, Xs, n, Y, r0, r1); }, kGrain);
+  });
 }
 
 }  // namespace k3::model

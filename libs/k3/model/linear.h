@@ -2,6 +2,13 @@
 // with the output rows split over the pool. The kernels themselves live in
 // k3::quant; batched and single-vector calls give the same bits per vector, so
 // a chunk of n tokens computes exactly what n single-token calls compute.
+//
+// A view with `int8Activations` set (ModelWeights, --activations int8) whose
+// format has IDOT kernels multiplies with X quantised to int8 per 32 values
+// (quant/act_q8.h): X is quantised once per call, then the integer-dot kernels
+// run. Still deterministic and chunk-independent (quantisation is per vector).
+// Decode (n·cols ≤ 16384) keeps the quantised X on the stack; a prefill batch
+// larger than that allocates it once per call.
 #pragma once
 
 #include <cstddef>
@@ -18,5 +25,8 @@ void linear(ThreadPool& pool, const WeightView& w, const float* X, size_t n, flo
 
 // The same on one thread over output rows [r0, r1) (Y keeps full row stride).
 void linearRows(const WeightView& w, const float* X, size_t n, float* Y, size_t r0, size_t r1);
+
+// True when linear() multiplies `w` with int8-quantised activations.
+bool usesInt8Activations(const WeightView& w);
 
 }  // namespace k3::model

@@ -91,6 +91,7 @@ class WeightResolver {
              " scales or int4-g64 [", O, ",", I / 2, "] with ", O * I / 64, " scales");
       }
       w.scales = bytes(*qs);
+      w.int8Activations = m_.opts_.int8Activations;  // linear() checks the width
       return w;
     }
     if (t.numel() != O * I || t.shape.size() != 2 || t.shape[0] != O)
@@ -159,6 +160,7 @@ class WeightResolver {
       w.cols = I;
       w.data = bytes(*part[packed]);
       w.scales = bytes(*part[packed + 1]);
+      w.int8Activations = m_.opts_.int8Activations;  // ExpertResidency's slot views copy it
       return w;
     };
     ExpertWeights x;
@@ -267,10 +269,11 @@ uint64_t ModelWeights::mappedBytesTotal() const {
   return n;
 }
 
-std::unique_ptr<ModelWeights> ModelWeights::open(const std::string& dir) {
+std::unique_ptr<ModelWeights> ModelWeights::open(const std::string& dir, const WeightOptions& opts) {
   refuseIfNotContainer(dir);
   std::unique_ptr<ModelWeights> m(new ModelWeights());
   m->dir_ = dir;
+  m->opts_ = opts;
   m->cfg_ = ModelConfig::load((fs::path(dir) / "config.json").string());
   const ModelConfig& c = m->cfg_;
 

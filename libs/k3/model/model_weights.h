@@ -65,17 +65,27 @@ struct LayerWeights {
   MoeWeights moeW;
 };
 
+// How the model multiplies by its weights (fixed for the life of the views).
+struct WeightOptions {
+  // Activation precision: false = f32 (exact w.r.t. the stored weights);
+  // true = int8 per 32 values into the integer-dot kernels for every
+  // MXFP4 / int4-g64 / int8 matrix whose width is a multiple of 32 (routed
+  // experts included): faster, approximate (docs/K3_RUN.md "int8 activations").
+  bool int8Activations = false;
+};
+
 class ModelWeights {
  public:
   // Opens the container in `dir`. Throws k3::Error (Missing, Format, Config,
   // Unsupported) with one line naming the file and tensor. A Hugging Face
   // snapshot is refused with a message naming the k3-repack command.
-  static std::unique_ptr<ModelWeights> open(const std::string& dir);
+  static std::unique_ptr<ModelWeights> open(const std::string& dir, const WeightOptions& opts = {});
 
   ModelWeights(const ModelWeights&) = delete;
   ModelWeights& operator=(const ModelWeights&) = delete;
 
   const ModelConfig& config() const { return cfg_; }
+  const WeightOptions& options() const { return opts_; }
   const std::string& dir() const { return dir_; }
   const std::vector<SafetensorsFile>& shards() const { return shards_; }
 
@@ -98,6 +108,7 @@ class ModelWeights {
   friend class WeightResolver;
 
   ModelConfig cfg_;
+  WeightOptions opts_;
   std::string dir_;
   std::vector<SafetensorsFile> shards_;
   WeightView embed_, head_;

@@ -23,6 +23,10 @@ struct WeightView {  // one [rows, cols] matrix as stored (row-major)
   size_t rows = 0, cols = 0;
   const void* data = nullptr;    // F32 floats, BF16 uint16, I8 int8 [rows*cols], I4/MXFP4 packed [rows*cols/2]
   const void* scales = nullptr;  // I8: float[rows]; I4: float[rows*cols/64]; MXFP4: uint8 ue8m0 [rows*cols/32]; else null
+  // Kernel hint for callers that choose the kernel (k3::model::linear):
+  // multiply with int8-quantised activations (act_q8.h, an approximation) where
+  // the format has IDOT kernels. The quant kernels themselves ignore it.
+  bool int8Activations = false;
 };
 
 // Bytes of `data` and of `scales` for the view's shape (what a kernel streams).
