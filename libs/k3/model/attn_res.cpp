@@ -22,10 +22,7 @@ void AttnResState::mix(const float* prefix, const float* scorer, float eps, floa
   for (size_t e = 0; e < n; ++e) {
     const float* v = e < count_ ? snapshot(e) : prefix;
     double num = 0.0, ss = 0.0;
-    for (size_t d = 0; d < D_; ++d) {
-      num += static_cast<double>(v[d]) * scorer[d];
-      ss += static_cast<double>(v[d]) * v[d];
-    }
+    dotAndSquaresF64(v, scorer, D_, &num, &ss);
     p[e] = static_cast<float>(num / std::sqrt(ss / static_cast<double>(D_) + eps));
   }
   softmax(p, n);

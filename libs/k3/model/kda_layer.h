@@ -37,7 +37,7 @@ class KdaLayer {
   size_t D_, P_, d_, H_, K_;
   float eps_, gMin_;
   std::vector<float> q_, k_, v_, g_, fa_, f_, b_, o_;  // chunk buffers
-  std::vector<float> tmp_;                             // per-thread [4·d]
+  std::vector<float> tmp_;                             // per-thread [3·d]
 };
 
 }  // namespace k3::model

@@ -76,7 +76,8 @@ void MlaLayer::heads(const MlaWeights& w, const MlaCache& cache, size_t pos0, si
       for (size_t s = 0; s < len; ++s) axpy(scores[s], &cache.L[s * kvr_], cl, kvr_);
       float* ctx = &ctx_[(t * H_ + h) * vd_];
       const float* g = &gate_[(t * H_ + h) * vd_];
-      for (size_t dd = 0; dd < vd_; ++dd) ctx[dd] = dot(vRows + dd * kvr_, cl, kvr_) * sigmoid(g[dd]);
+      for (size_t dd = 0; dd < vd_; ++dd) ctx[dd] = dot(vRows + dd * kvr_, cl, kvr_);
+      mulSigmoid(ctx, g, vd_);
     }
   }
 }

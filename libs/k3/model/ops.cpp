@@ -1,42 +1,30 @@
+// Run-time choice between the AVX2 kernels and the scalar reference.
 #include "k3/model/ops.h"
 
-#include <algorithm>
+#include "k3/model/ops_kernels.h"
 
 namespace k3::model {
 
 void rmsNorm(const float* x, const float* w, size_t n, float eps, float* out) {
-  double ms = 0.0;
-  for (size_t i = 0; i < n; ++i) ms += static_cast<double>(x[i]) * x[i];
-  const float r = 1.0f / std::sqrt(static_cast<float>(ms / static_cast<double>(n)) + eps);
-  for (size_t i = 0; i < n; ++i) out[i] = x[i] * r * w[i];
+  useAvx2() ? avx2::rmsNorm(x, w, n, eps, out) : scalar::rmsNorm(x, w, n, eps, out);
 }
 
 void situGlu(const float* gate, const float* up, size_t n, float b1, float b2, float* out) {
-  for (size_t i = 0; i < n; ++i) {
-    const float g = gate[i], u = up[i];
-    out[i] = (b1 * std::tanh(g / b1) * sigmoid(g)) * (b2 * std::tanh(u / b2));
-  }
+  useAvx2() ? avx2::situGlu(gate, up, n, b1, b2, out) : scalar::situGlu(gate, up, n, b1, b2, out);
 }
 
-void softmax(float* x, size_t n) {
-  if (n == 0) return;
-  const float m = *std::max_element(x, x + n);
-  float sum = 0.0f;
-  for (size_t i = 0; i < n; ++i) {
-    x[i] = std::exp(x[i] - m);
-    sum += x[i];
-  }
-  for (size_t i = 0; i < n; ++i) x[i] /= sum;
+void softmax(float* x, size_t n) { useAvx2() ? avx2::softmax(x, n) : scalar::softmax(x, n); }
+
+float dot(const float* a, const float* b, size_t n) { return useAvx2() ? avx2::dot(a, b, n) : scalar::dot(a, b, n); }
+
+void axpy(float a, const float* x, float* y, size_t n) { useAvx2() ? avx2::axpy(a, x, y, n) : scalar::axpy(a, x, y, n); }
+
+void mulSigmoid(float* x, const float* g, size_t n) {
+  useAvx2() ? avx2::mulSigmoid(x, g, n) : scalar::mulSigmoid(x, g, n);
 }
 
-float dot(const float* a, const float* b, size_t n) {
-  float s = 0.0f;
-  for (size_t i = 0; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
-void axpy(float a, const float* x, float* y, size_t n) {
-  for (size_t i = 0; i < n; ++i) y[i] += a * x[i];
+void dotAndSquaresF64(const float* v, const float* w, size_t n, double* vw, double* vv) {
+  useAvx2() ? avx2::dotAndSquaresF64(v, w, n, vw, vv) : scalar::dotAndSquaresF64(v, w, n, vw, vv);
 }
 
 }  // namespace k3::model

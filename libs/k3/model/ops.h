@@ -1,5 +1,8 @@
-// Scalar primitives of the K3 forward pass (spec §6.0), at the precision the
-// spec fixes: RMSNorm and AttnRes sums in double, everything else in f32.
+// Primitives of the K3 forward pass (spec §6.0), at the precision the spec
+// fixes: RMSNorm and AttnRes sums in double, everything else in f32.
+// Each call runs the AVX2 kernel when the CPU has it, else the scalar
+// reference (ops_kernels.h); both are deterministic for a given length, so a
+// token's result never depends on what else shares its chunk.
 #pragma once
 
 #include <cmath>
@@ -24,5 +27,11 @@ void softmax(float* x, size_t n);
 float dot(const float* a, const float* b, size_t n);
 // y += a·x
 void axpy(float a, const float* x, float* y, size_t n);
+
+// x[i] *= σ(g[i]) (the sigmoid output gates of KDA and MLA).
+void mulSigmoid(float* x, const float* g, size_t n);
+
+// vw = Σ v·w and vv = Σ v² in double (AttnRes scores, spec §6.2.1).
+void dotAndSquaresF64(const float* v, const float* w, size_t n, double* vw, double* vv);
 
 }  // namespace k3::model

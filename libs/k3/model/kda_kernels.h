@@ -1,0 +1,33 @@
+// Internal: the per-token, per-head inner loops of KDA (spec §6.3), in a
+// scalar reference (kda_kernels.cpp) and AVX2 + FMA (kda_kernels_avx2.cpp)
+// version; kda_layer picks one with useAvx2() (ops_kernels.h). Each works on
+// one head's slice only, so results do not depend on how heads are split over
+// threads or tokens over chunks.
+#pragma once
+
+#include <cstddef>
+
+namespace k3::model {
+
+// deltaRule keeps a [d] vector on the stack.
+inline constexpr size_t kKdaMaxHeadDim = 512;
+
+#define K3_MODEL_KDA_KERNELS                                                                        \
+  /* Causal short conv of `channels` channels: each window win[c·K … c·K+K−1]                       \
+     (oldest first) shifts left and takes x[c]; then x[c] = SiLU(Σ_j taps[c·K+j]·win[c·K+j]). */     \
+  void shortConvSilu(float* win, const float* taps, float* x, size_t channels, size_t K);            \
+  /* qn = q/sqrt(Σq²+1e-6)·d^−½, kn = k/sqrt(Σk²+1e-6) (sums in f32). */                              \
+  void normalizeQk(const float* q, const float* k, size_t d, float* qn, float* kn);                  \
+  /* alpha[j] = exp(gMin·σ(aExp·(f[j] + dtBias[j]))), the per-key-channel decay. */                  \
+  void decay(const float* f, const float* dtBias, float aExp, float gMin, size_t d, float* alpha);   \
+  /* One token of the gated delta rule on S[d key][d value]: S ← Diag(α)S; kS = kᵀS;              \
+     S ← S + k·(β(v − kS))ᵀ; o = qᵀS (spec §6.3 steps 1–5). */                                       \
+  void deltaRule(float* S, size_t d, const float* alpha, const float* k, const float* q, const float* v, \
+                 float beta, float* o);
+
+namespace scalar { K3_MODEL_KDA_KERNELS }
+namespace avx2 { K3_MODEL_KDA_KERNELS }
+
+#undef K3_MODEL_KDA_KERNELS
+
+}  // namespace k3::model

@@ -1,0 +1,35 @@
+// Internal: the per-ISA kernels behind ops.h. scalar:: (ops_scalar.cpp) is
+// the reference, compiled for baseline x86-64; avx2:: (ops_avx2.cpp, AVX2 +
+// FMA) runs when quant::bestIsa() allows it. The choice is made once per
+// process, so every token of a run goes through the same arithmetic.
+#pragma once
+
+#include <cstddef>
+
+#include "k3/quant/cpu_features.h"
+
+namespace k3::model {
+
+// True when the AVX2 kernels are to be used (AVX-512 machines have AVX2).
+inline bool useAvx2() { return quant::bestIsa() != quant::Isa::Scalar; }
+
+#define K3_MODEL_OPS_KERNELS                                                                      \
+  void rmsNorm(const float* x, const float* w, size_t n, float eps, float* out);                  \
+  void situGlu(const float* gate, const float* up, size_t n, float b1, float b2, float* out);     \
+  void softmax(float* x, size_t n);                                                               \
+  float dot(const float* a, const float* b, size_t n);                                            \
+  void axpy(float a, const float* x, float* y, size_t n);                                         \
+  void mulSigmoid(float* x, const float* g, size_t n);                                            \
+  void dotAndSquaresF64(const float* v, const float* w, size_t n, double* vw, double* vv);        \
+  /* elementwise math, out may alias x (the building blocks above; tested apart) */               \
+  void expArray(const float* x, size_t n, float* out);                                            \
+  void expm1Array(const float* x, size_t n, float* out);                                          \
+  void tanhArray(const float* x, size_t n, float* out);                                           \
+  void sigmoidArray(const float* x, size_t n, float* out);
+
+namespace scalar { K3_MODEL_OPS_KERNELS }
+namespace avx2 { K3_MODEL_OPS_KERNELS }
+
+#undef K3_MODEL_OPS_KERNELS
+
+}  // namespace k3::model

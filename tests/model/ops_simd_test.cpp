@@ -1,0 +1,323 @@
+// The AVX2 kernels of the forward pass (ops_avx2.cpp, kda_kernels_avx2.cpp)
+// against their scalar references, on random inputs of odd lengths (vector
+// tails), and the vector exp/expm1/tanh/σ against the libm functions in double.
+// Tolerances are derived from the documented rounding differences: the AVX2
+// reductions add in another order and contract to FMA; the vector math is a
+// few ulp off the correctly rounded value.
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "k3/model/kda_kernels.h"
+#include "k3/model/ops_kernels.h"
+#include "k3/quant/cpu_features.h"
+
+namespace k3test::model {
+namespace {
+
+namespace km = k3::model;
+constexpr float kEps = FLT_EPSILON;  // 2^-23, one ulp at 1
+
+#define REQUIRE_AVX2() \
+  if (!k3::quant::isaSupported(k3::quant::Isa::Avx2)) GTEST_SKIP() << "no AVX2 on this CPU"
+
+std::vector<float> randomVec(size_t n, std::mt19937& rng, float scale = 1.0f) {
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// Distance in units in the last place between two floats (same-sign zeros
+// equal; ±0 equal too). Both must be finite or identical.
+int64_t ulpDistance(float a, float b) {
+  if (a == b) return 0;
+  auto ordered = [](float f) {
+    int32_t i;
+    std::memcpy(&i, &f, 4);
+    return i < 0 ? static_cast<int64_t>(INT32_MIN) - i : static_cast<int64_t>(i);
+  };
+  const int64_t d = ordered(a) - ordered(b);
+  return d < 0 ? -d : d;
+}
+
+// Inputs for the math functions: every 97th float bit pattern with |x| up to
+// 200 (covers subnormals, tiny, ~0.35 range-reduction seams and the
+// overflow/underflow limits), plus special values.
+std::vector<float> mathInputs() {
+  std::vector<float> xs;
+  const float lim = 200.0f;
+  for (uint32_t bits = 0; bits < 0x7f800000u; bits += 97) {
+    float f;
+    std::memcpy(&f, &bits, 4);
+    if (f > lim) break;
+    xs.push_back(f);
+    xs.push_back(-f);
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float f : {0.0f, -0.0f, inf, -inf, FLT_MAX, -FLT_MAX, FLT_MIN, 88.72283f, 88.72284f, -87.33654f, -103.9721f,
+                  -104.0f, 9.0f, 0.34657359f, -0.34657359f, 1e-30f, 1e-8f})
+    xs.push_back(f);
+  return xs;
+}
+
+struct MathCase {
+  const char* name;
+  void (*vec)(const float*, size_t, float*);
+  double (*ref)(double);
+  int64_t maxUlp;  // the bound documented in vector_math_avx2.h
+};
+
+// σ as the spec writes it in f32, 1/(1+e^−x): once e^−x overflows (x below
+// ~−88.72) it is 0, not the subnormal e^x, in the scalar reference too.
+double sigmoidRef(double x) {
+  const double e = std::exp(-x);
+  return e > FLT_MAX ? 0.0 : 1.0 / (1.0 + e);
+}
+double expRef(double x) { return std::exp(x); }
+double expm1Ref(double x) { return std::expm1(x); }
+double tanhRef(double x) { return std::tanh(x); }
+
+TEST(OpsSimd, VectorMathIsWithinItsUlpBoundsAndKeepsSpecialValues) {
+  REQUIRE_AVX2();
+  // σ = 1/(1+e^−x): exp's 2 ulp are damped by 1/(1+e) (≤ 1× near x = 0,
+  // e^−x/(1+e^−x) in general), plus one rounding each for the add and divide.
+  const MathCase cases[] = {{"exp", km::avx2::expArray, expRef, 2},
+                            {"expm1", km::avx2::expm1Array, expm1Ref, 2},
+                            {"tanh", km::avx2::tanhArray, tanhRef, 3},
+                            {"sigmoid", km::avx2::sigmoidArray, sigmoidRef, 3}};
+  const std::vector<float> xs = mathInputs();
+  std::vector<float> got(xs.size());
+  for (const MathCase& c : cases) {
+    c.vec(xs.data(), xs.size(), got.data());
+    int64_t worst = 0;
+    float worstX = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const float want = static_cast<float>(c.ref(static_cast<double>(xs[i])));
+      if (std::isnan(want) || std::isinf(want)) {
+        EXPECT_TRUE(std::isnan(want) ? std::isnan(got[i]) : got[i] == want) << c.name << "(" << xs[i] << ")";
+        continue;
+      }
+      ASSERT_TRUE(std::isfinite(got[i])) << c.name << "(" << xs[i] << ") = " << got[i] << ", want " << want;
+      const int64_t u = ulpDistance(got[i], want);
+      if (u > worst) worst = u, worstX = xs[i];
+    }
+    std::printf("[measured] avx2 %s: worst %lld ulp (at x = %.9g) over %zu inputs\n", c.name,
+                static_cast<long long>(worst), static_cast<double>(worstX), xs.size());
+    EXPECT_LE(worst, c.maxUlp) << c.name << " at x = " << worstX;
+  }
+  // Special values, as libm.
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const float in[8] = {nan, inf, -inf, 0.0f, -0.0f, 100.0f, -200.0f, -nan};
+  float e[8], t[8], s[8], m[8];
+  km::avx2::expArray(in, 8, e);
+  km::avx2::tanhArray(in, 8, t);
+  km::avx2::sigmoidArray(in, 8, s);
+  km::avx2::expm1Array(in, 8, m);
+  EXPECT_TRUE(std::isnan(e[0]) && std::isnan(t[0]) && std::isnan(s[0]) && std::isnan(m[0]) && std::isnan(e[7]));
+  EXPECT_EQ(e[1], inf);
+  EXPECT_EQ(e[2], 0.0f);
+  EXPECT_EQ(e[3], 1.0f);
+  EXPECT_EQ(e[5], inf);
+  EXPECT_EQ(e[6], 0.0f);
+  EXPECT_EQ(t[1], 1.0f);
+  EXPECT_EQ(t[2], -1.0f);
+  EXPECT_TRUE(t[3] == 0.0f && !std::signbit(t[3]));
+  EXPECT_TRUE(t[4] == 0.0f && std::signbit(t[4]));
+  EXPECT_EQ(t[5], 1.0f);
+  EXPECT_EQ(t[6], -1.0f);
+  EXPECT_EQ(s[1], 1.0f);
+  EXPECT_EQ(s[2], 0.0f);
+  EXPECT_EQ(s[3], 0.5f);
+  EXPECT_EQ(s[6], 0.0f);
+  EXPECT_EQ(m[1], inf);
+  EXPECT_EQ(m[2], -1.0f);
+  EXPECT_EQ(m[6], -1.0f);
+}
+
+// Lengths that exercise the 32-, 16- and 8-wide bodies and every tail.
+const size_t kLengths[] = {0, 1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 100, 128, 257, 768, 1001};
+
+TEST(OpsSimd, RmsNormMatchesScalar) {
+  REQUIRE_AVX2();
+  std::mt19937 rng(1);
+  for (size_t n : kLengths) {
+    if (n == 0) continue;
+    const auto x = randomVec(n, rng, 3.0f), w = randomVec(n, rng);
+    std::vector<float> a(n), b(n);
+    km::scalar::rmsNorm(x.data(), w.data(), n, 1e-5f, a.data());
+    km::avx2::rmsNorm(x.data(), w.data(), n, 1e-5f, b.data());
+    // The double sum differs only in order (~1e-16 relative), which can move
+    // the f32 mean by at most one rounding: r within 1 ulp, so each output
+    // (x·r)·w within ~2 ulp; in practice bit-identical.
+    for (size_t i = 0; i < n; ++i) EXPECT_LE(ulpDistance(a[i], b[i]), 2) << "n " << n << " i " << i;
+  }
+}
+
+TEST(OpsSimd, DotAndAxpyMatchScalar) {
+  REQUIRE_AVX2();
+  std::mt19937 rng(2);
+  for (size_t n : kLengths) {
+    const auto x = randomVec(n, rng), y = randomVec(n, rng);
+    // A sum of n products in any order is within γ_n·Σ|x·y| (γ_n ≈ n·eps)
+    // of the exact one; both versions are, so they are within twice that.
+    double mag = 0;
+    for (size_t i = 0; i < n; ++i) mag += std::fabs(static_cast<double>(x[i]) * y[i]);
+    EXPECT_NEAR(km::avx2::dot(x.data(), y.data(), n), km::scalar::dot(x.data(), y.data(), n),
+                2.0 * static_cast<double>(n + 1) * kEps * mag + 1e-30)
+        << "n " << n;
+    // axpy: FMA rounds a·x + y once, the scalar twice: within one ulp of
+    // a·x plus one of the result.
+    std::vector<float> a = y, b = y;
+    km::scalar::axpy(0.37f, x.data(), a.data(), n);
+    km::avx2::axpy(0.37f, x.data(), b.data(), n);
+    for (size_t i = 0; i < n; ++i)
+      EXPECT_NEAR(a[i], b[i], kEps * (std::fabs(0.37f * x[i]) + std::fabs(a[i]))) << "n " << n << " i " << i;
+  }
+}
+
+TEST(OpsSimd, SituGluSoftmaxAndGateMatchScalar) {
+  REQUIRE_AVX2();
+  std::mt19937 rng(3);
+  for (size_t n : kLengths) {
+    // Gate/up values spread wide enough to saturate both tanh and σ.
+    const auto g = randomVec(n, rng, 8.0f), u = randomVec(n, rng, 40.0f);
+    std::vector<float> a(n), b(n);
+    km::scalar::situGlu(g.data(), u.data(), n, 4.0f, 25.0f, a.data());
+    km::avx2::situGlu(g.data(), u.data(), n, 4.0f, 25.0f, b.data());
+    // Relative: two tanh (≤ 3 ulp each), σ (≤ 3), libm's own ≤ 1 ulp per
+    // call, and four products: under 16 ulp of the value.
+    for (size_t i = 0; i < n; ++i)
+      EXPECT_NEAR(a[i], b[i], 16 * kEps * std::fabs(a[i]) + 1e-37f) << "n " << n << " i " << i;
+
+    std::vector<float> sa = randomVec(n, rng, 5.0f), sb = sa;
+    km::scalar::softmax(sa.data(), n);
+    km::avx2::softmax(sb.data(), n);
+    // Each e^x within 2 ulp (libm ≤ 1), the f32 sum in another order (γ_n,
+    // all terms positive), one division: relative (n + 6)·eps.
+    for (size_t i = 0; i < n; ++i)
+      EXPECT_NEAR(sa[i], sb[i], (static_cast<float>(n) + 6) * kEps * sa[i] + 1e-37f) << "n " << n << " i " << i;
+
+    std::vector<float> ga = randomVec(n, rng, 2.0f), gb = ga;
+    km::scalar::mulSigmoid(ga.data(), g.data(), n);
+    km::avx2::mulSigmoid(gb.data(), g.data(), n);
+    for (size_t i = 0; i < n; ++i)  // σ ≤ 3 ulp vs libm's ≤ 1, one product
+      EXPECT_NEAR(ga[i], gb[i], 6 * kEps * std::fabs(ga[i]) + 1e-37f) << "n " << n << " i " << i;
+  }
+}
+
+TEST(OpsSimd, ElementwiseResultsDoNotDependOnTheArrayLength) {
+  REQUIRE_AVX2();
+  // An element in the masked tail gets exactly the bits it gets in the body:
+  // a token's SiTU output must not depend on how many tokens share the call.
+  std::mt19937 rng(4);
+  const auto g = randomVec(40, rng, 6.0f), u = randomVec(40, rng, 30.0f);
+  std::vector<float> full(40), part(37);
+  km::avx2::situGlu(g.data(), u.data(), 40, 4.0f, 25.0f, full.data());
+  for (size_t n : {1, 5, 8, 13, 37}) {
+    km::avx2::situGlu(g.data() + 40 - n, u.data() + 40 - n, n, 4.0f, 25.0f, part.data());
+    EXPECT_EQ(std::memcmp(part.data(), full.data() + 40 - n, n * 4), 0) << "n " << n;
+  }
+}
+
+TEST(OpsSimd, AttnResSumsMatchScalarInDouble) {
+  REQUIRE_AVX2();
+  std::mt19937 rng(5);
+  for (size_t n : kLengths) {
+    const auto v = randomVec(n, rng, 4.0f), w = randomVec(n, rng);
+    double a1, a2, b1, b2;
+    km::scalar::dotAndSquaresF64(v.data(), w.data(), n, &a1, &a2);
+    km::avx2::dotAndSquaresF64(v.data(), w.data(), n, &b1, &b2);
+    // Exact products, double sums in another order: γ_n in double.
+    double mag = 0;
+    for (size_t i = 0; i < n; ++i) mag += std::fabs(static_cast<double>(v[i]) * w[i]);
+    EXPECT_NEAR(a1, b1, 2.0 * (n + 1) * DBL_EPSILON * mag + 1e-300) << "n " << n;
+    EXPECT_NEAR(a2, b2, 2.0 * (n + 1) * DBL_EPSILON * a2 + 1e-300) << "n " << n;
+  }
+}
+
+TEST(OpsSimd, KdaConvNormAndDecayMatchScalar) {
+  REQUIRE_AVX2();
+  std::mt19937 rng(6);
+  for (size_t K : {4, 3}) {  // K = 4 has the vector path, others fall back
+    for (size_t ch : {8, 19, 64, 128}) {
+      auto winA = randomVec(ch * K, rng), winB = winA;
+      const auto taps = randomVec(ch * K, rng, 0.5f);
+      for (int step = 0; step < 5; ++step) {  // several tokens through the window
+        auto xa = randomVec(ch, rng, 2.0f), xb = xa;
+        km::scalar::shortConvSilu(winA.data(), taps.data(), xa.data(), ch, K);
+        km::avx2::shortConvSilu(winB.data(), taps.data(), xb.data(), ch, K);
+        EXPECT_EQ(winA, winB) << "windows only move values";
+        // The K-term sum (FMA-contracted, same order) and SiLU: |Δ| within
+        // K ulp of Σ|tap·win| times the SiLU slope (≤ 1.1), plus σ's 4 ulp.
+        for (size_t c = 0; c < ch; ++c) {
+          double mag = 0;
+          for (size_t j = 0; j < K; ++j) mag += std::fabs(taps[c * K + j] * winA[c * K + j]);
+          EXPECT_NEAR(xa[c], xb[c], 1.1 * K * kEps * mag + 4 * kEps * std::fabs(xa[c]) + 1e-37)
+              << "K " << K << " ch " << ch << " c " << c;
+        }
+      }
+    }
+  }
+  for (size_t d : {8, 13, 64, 128}) {
+    const auto q = randomVec(d, rng), k = randomVec(d, rng), f = randomVec(d, rng, 3.0f),
+               dt = randomVec(d, rng);
+    std::vector<float> qa(d), ka(d), qb(d), kb(d), aa(d), ab(d);
+    km::scalar::normalizeQk(q.data(), k.data(), d, qa.data(), ka.data());
+    km::avx2::normalizeQk(q.data(), k.data(), d, qb.data(), kb.data());
+    // Sums of squares (positive terms) in another order: γ_d relative; the
+    // 1/sqrt halves it; plus three roundings.
+    for (size_t j = 0; j < d; ++j) {
+      EXPECT_NEAR(qa[j], qb[j], (d + 4) * kEps * std::fabs(qa[j])) << "d " << d;
+      EXPECT_NEAR(ka[j], kb[j], (d + 4) * kEps * std::fabs(ka[j])) << "d " << d;
+    }
+    km::scalar::decay(f.data(), dt.data(), 1.7f, -5.0f, d, aa.data());
+    km::avx2::decay(f.data(), dt.data(), 1.7f, -5.0f, d, ab.data());
+    // α = exp(−5σ): σ's 3 ulp become ≤ 15 ulp of absolute exponent error
+    // (|−5σ| ≤ 5), i.e. ≤ 15·eps relative in α, plus exp's 2 ulp.
+    for (size_t j = 0; j < d; ++j) EXPECT_NEAR(aa[j], ab[j], 20 * kEps * aa[j]) << "d " << d;
+  }
+}
+
+double relL2(const std::vector<float>& a, const std::vector<float>& b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    num += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    den += static_cast<double>(a[i]) * a[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
+TEST(OpsSimd, KdaDeltaRuleMatchesScalarOverTokens) {
+  REQUIRE_AVX2();
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> decayDist(0.0067f, 1.0f);  // exp(−5) … 1
+  for (size_t d : {8, 13, 40, 64, 128}) {  // 32-wide blocks, 8-wide blocks, single columns
+    std::vector<float> Sa(d * d, 0.0f), Sb(d * d, 0.0f), oa(d), ob(d);
+    for (int t = 0; t < 8; ++t) {
+      std::vector<float> alpha(d), k = randomVec(d, rng), q = randomVec(d, rng), v = randomVec(d, rng);
+      for (float& a : alpha) a = decayDist(rng);
+      double kk = 0, qq = 0;  // unit k, q·d^−½ as in the layer
+      for (size_t j = 0; j < d; ++j) kk += k[j] * k[j], qq += q[j] * q[j];
+      for (size_t j = 0; j < d; ++j) k[j] /= static_cast<float>(std::sqrt(kk)), q[j] /= static_cast<float>(std::sqrt(qq * d));
+      const float beta = 0.2f + 0.1f * static_cast<float>(t);
+      km::scalar::deltaRule(Sa.data(), d, alpha.data(), k.data(), q.data(), v.data(), beta, oa.data());
+      km::avx2::deltaRule(Sb.data(), d, alpha.data(), k.data(), q.data(), v.data(), beta, ob.data());
+      // Same per-column summation order over the d key rows; only the FMA
+      // contraction differs: each length-d sum moves by ≤ γ_d·Σ|terms|. With
+      // unit k and the contraction S ← (I − βkkᵀ)Diag(α)S, that stays below
+      // ~d·eps ≈ 1.5e-5 relative even at d = 128 (random signs give far less).
+      EXPECT_LT(relL2(Sa, Sb), 2e-5) << "d " << d << " token " << t;
+      EXPECT_LT(relL2(oa, ob), 2e-5) << "d " << d << " token " << t;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace k3test::model
