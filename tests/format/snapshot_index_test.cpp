@@ -51,6 +51,10 @@ TEST(SnapshotIndex, RefusesMalformedIndexes) {
       {R"({"weight_map":{"a":"../x"}})", k3::ErrorKind::Format},
       {R"({"weight_map":{"a":"s1","a":"s2"}})", k3::ErrorKind::Duplicate},
       {R"({"weight_map":{},"metadata":{"total_size":-1}})", k3::ErrorKind::Format},
+      {R"({"weight_map":{"a":"s1"}} x)", k3::ErrorKind::Format},
+      {R"({"weight_map":{"a":"s1"}}{})", k3::ErrorKind::Format},
+      {R"({"weight_map": {"a": )", k3::ErrorKind::Format},
+      {R"({"weight_map":{"a":"s1",}})", k3::ErrorKind::Format},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.json);

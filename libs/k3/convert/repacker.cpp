@@ -132,21 +132,36 @@ void rebuildIndex(const std::string& dst, int total) {
         n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0)
       files.push_back(n);
   if (files.empty()) return;
-  SnapshotIndex idx;
+  // Two passes over the (small) headers rather than a map of every name:
+  // total_size leads the text, and K3 has ~500k tensors.
   uint64_t sum = 0;
-  std::unordered_set<std::string> seen;
+  std::vector<std::pair<uint64_t, uint64_t>> names;  // fingerprints, for duplicates
   for (const std::string& n : files) {
     SafetensorsFile f = SafetensorsFile::open(dst + "/" + n, SafetensorsFile::Access::HeaderOnly);
     for (const TensorInfo& t : f.tensors()) {
-      if (!seen.insert(t.name).second)
-        fail(ErrorKind::Duplicate, dst, "/", n, ": tensor '", t.name,
-             "' already appears in an earlier shard; index left unchanged");
-      idx.weightMap.emplace_back(t.name, n);
+      names.push_back(nameFingerprint(t.name));
       sum += t.nbytes();
     }
   }
-  idx.totalSize = sum;
-  idx.save(dst + "/" + Snapshot::kIndexName);
+  std::sort(names.begin(), names.end());
+  if (std::adjacent_find(names.begin(), names.end()) != names.end()) {
+    std::unordered_set<std::string> seen;  // error path: find the name
+    for (const std::string& n : files) {
+      SafetensorsFile f = SafetensorsFile::open(dst + "/" + n, SafetensorsFile::Access::HeaderOnly);
+      for (const TensorInfo& t : f.tensors())
+        if (!seen.insert(t.name).second)
+          fail(ErrorKind::Duplicate, dst, "/", n, ": tensor '", t.name,
+               "' already appears in an earlier shard; index left unchanged");
+    }
+  }
+  names = {};
+  SnapshotIndex::Text text;
+  text.begin(sum);
+  for (const std::string& n : files) {
+    SafetensorsFile f = SafetensorsFile::open(dst + "/" + n, SafetensorsFile::Access::HeaderOnly);
+    for (const TensorInfo& t : f.tensors()) text.add(t.name, n);
+  }
+  writeFileAtomic(dst + "/" + Snapshot::kIndexName, text.end());
 }
 
 void removeStaleTemps(const std::string& dir) {

@@ -41,7 +41,8 @@ ShardPlan planShard(const Snapshot& snap, const SourceShard& shard, const BitSet
   ShardPlan plan;
   plan.source = &shard;
   plan.outputFile = snap.outputShardName(shard.number);
-  const uint64_t base = shard.st.dataOffset();
+  const SafetensorsFile header = shard.openHeader();
+  const uint64_t base = header.dataOffset();
 
   struct Expert {
     ExpertName name;
@@ -49,8 +50,8 @@ ShardPlan planShard(const Snapshot& snap, const SourceShard& shard, const BitSet
   };
   std::vector<const TensorInfo*> dense;
   std::vector<Expert> experts;
-  for (size_t i : shard.st.header().offsetOrder()) {
-    const TensorInfo& t = shard.st.tensors()[i];
+  for (size_t i : header.header().offsetOrder()) {
+    const TensorInfo& t = header.tensors()[i];
     const TensorClass cls = classifyTensor(t.name, cfg);
     if (cls == TensorClass::Skip) continue;
     if (cls == TensorClass::Expert) {

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -80,6 +81,47 @@ void Snapshot::identify(const std::string& path, uint64_t& size, std::string& he
   headerSha256 = Sha256::hexOf(bytes.data(), done);
 }
 
+SafetensorsFile SourceShard::openHeader() const {
+  return SafetensorsFile::open(path, SafetensorsFile::Access::HeaderOnly);
+}
+
+// A weight_map entry: the name's fingerprint and its shard file's index.
+struct Snapshot::IndexedName {
+  uint64_t a = 0, b = 0;
+  uint32_t shard = 0;
+  bool seen = false;
+  bool operator<(const IndexedName& o) const { return a != o.a ? a < o.a : b < o.b; }
+  bool sameName(const IndexedName& o) const { return a == o.a && b == o.b; }
+};
+
+namespace {
+
+Snapshot::IndexedName fingerprint(std::string_view name) {
+  Snapshot::IndexedName k;
+  std::tie(k.a, k.b) = nameFingerprint(name);
+  return k;
+}
+
+template <typename Vec>
+auto* findName(Vec& index, std::string_view name) {
+  const auto key = fingerprint(name);
+  auto it = std::lower_bound(index.begin(), index.end(), key);
+  return (it != index.end() && it->sameName(key)) ? &*it : nullptr;
+}
+
+// The first weight_map name (file order) matching `pred` (error paths only:
+// the names themselves are not kept).
+template <typename Pred>
+std::string firstIndexName(const std::string& idxPath, Pred pred) {
+  std::string found;
+  SnapshotIndex::scanFile(idxPath, [&](std::string_view name, std::string_view shard) {
+    if (found.empty() && pred(name, shard)) found = name;
+  });
+  return found;
+}
+
+}  // namespace
+
 Snapshot Snapshot::open(const std::string& dirIn) {
   Snapshot s;
   s.dir_ = dirIn;
@@ -92,122 +134,156 @@ Snapshot Snapshot::open(const std::string& dirIn) {
   s.configSha256_ = Sha256::hexOf(s.configText_.data(), s.configText_.size());
   s.config_ = ModelConfig::parse(s.configText_, cfgPath);
   const std::string idxPath = s.dir_ + "/" + kIndexName;
-  const SnapshotIndex index = SnapshotIndex::load(idxPath);
-  if (index.weightMap.empty()) fail(ErrorKind::Format, idxPath, ": weight_map is empty");
-  s.indexedTensors_ = index.weightMap.size();
+
+  std::vector<IndexedName> index;
+  std::vector<std::string> files;  // shard files, first-appearance order
+  std::unordered_map<std::string, uint32_t> fileNumber;
+  SnapshotIndex::scanFile(idxPath, [&](std::string_view name, std::string_view shard) {
+    auto [it, fresh] = fileNumber.emplace(std::string(shard), static_cast<uint32_t>(files.size()));
+    if (fresh) files.emplace_back(shard);
+    IndexedName k = fingerprint(name);
+    k.shard = it->second;
+    index.push_back(k);
+  });
+  if (index.empty()) fail(ErrorKind::Format, idxPath, ": weight_map is empty");
+  s.indexedTensors_ = index.size();
+  std::sort(index.begin(), index.end());
+  for (size_t i = 1; i < index.size(); ++i)
+    if (index[i].sameName(index[i - 1])) {
+      const IndexedName dup = index[i];
+      fail(ErrorKind::Duplicate, idxPath, ": tensor '",
+           firstIndexName(idxPath, [&](std::string_view n, std::string_view) { return fingerprint(n).sameName(dup); }),
+           "' appears twice in weight_map");
+    }
 
   std::unordered_set<int> numbers;
-  std::vector<std::string> files = index.shardFiles();
-  std::sort(files.begin(), files.end());
-  for (size_t i = 0; i < files.size(); ++i) {
+  std::vector<std::string> sorted = files;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size(); ++i) {
     SourceShard sh;
-    sh.file = files[i];
-    sh.path = s.dir_ + "/" + files[i];
-    sh.number = parseShardNumber(files[i]);
+    sh.file = sorted[i];
+    sh.path = s.dir_ + "/" + sorted[i];
+    sh.number = parseShardNumber(sorted[i]);
     if (sh.number == 0) sh.number = static_cast<int>(i) + 1;
     if (!numbers.insert(sh.number).second)
       fail(ErrorKind::Duplicate, idxPath, ": two shards carry the number ", sh.number, " ('",
-           files[i], "')");
+           sorted[i], "')");
     if (::stat(sh.path.c_str(), &st) != 0)
       fail(ErrorKind::Missing, sh.path, ": shard listed in ", kIndexName, " is missing");
-    sh.st = SafetensorsFile::open(sh.path, SafetensorsFile::Access::HeaderOnly);
-    identify(sh.path, sh.size, sh.headerSha256);
     s.shards_.push_back(std::move(sh));
   }
   std::sort(s.shards_.begin(), s.shards_.end(),
             [](const SourceShard& a, const SourceShard& b) { return a.number < b.number; });
-  s.crossCheck(index);
+  s.crossCheck(index, files);
   return s;
 }
 
-void Snapshot::crossCheck(const SnapshotIndex& index_) {
+void Snapshot::crossCheck(std::vector<IndexedName>& index, const std::vector<std::string>& indexShards) {
   const std::string idxPath = dir_ + "/" + kIndexName;
-  // string_view keys into the headers and the index: no copies of ~500k names.
-  std::unordered_map<std::string_view, std::string_view> mapped;
-  mapped.reserve(index_.weightMap.size());
-  for (const auto& [name, shard] : index_.weightMap)
-    if (!mapped.emplace(name, shard).second)
-      fail(ErrorKind::Duplicate, idxPath, ": tensor '", name, "' appears twice in weight_map");
-  std::unordered_map<std::string_view, const SourceShard*> where;
-  where.reserve(index_.weightMap.size());
-  for (SourceShard& sh : shards_) {
-    for (const TensorInfo& t : sh.st.tensors()) {
-      auto [it, fresh] = where.emplace(t.name, &sh);
-      if (!fresh)
-        fail(ErrorKind::Duplicate, sh.path, ": tensor '", t.name, "' also appears in ",
-             it->second->file);
-      auto m = mapped.find(t.name);
-      if (m == mapped.end())
-        fail(ErrorKind::Missing, idxPath, ": no weight_map entry for tensor '", t.name, "' of ", sh.file);
-      if (m->second != sh.file)
-        fail(ErrorKind::Format, idxPath, ": weight_map puts tensor '", t.name, "' in ", m->second,
-             " but it is in ", sh.file);
-      if (classifyTensor(t.name, config_) != TensorClass::Skip) sh.hasText = true;
-    }
-  }
-  for (const auto& [name, shard] : index_.weightMap)
-    if (!where.count(name))
-      fail(ErrorKind::Missing, dir_, "/", shard, ": tensor '", name, "' listed in ", kIndexName,
-           " is not in the shard");
 
-  // Prefix (spec §2.1, peer rule).
+  // Prefix (spec §2.1, peer rule), decided from the index alone.
   const std::string probe = "model.layers.0.input_layernorm.weight";
-  prefix_ = (!where.count(probe) && where.count(std::string(kLanguageModelPrefix) + probe))
+  prefix_ = (!findName(index, probe) && findName(index, std::string(kLanguageModelPrefix) + probe))
                 ? std::string(kLanguageModelPrefix)
                 : std::string();
 
-  auto info = [&](const std::string& name) -> const TensorInfo* {
-    auto it = where.find(name);
-    return it == where.end() ? nullptr : it->second->st.find(name);
+  // What the config implies: dense tensors by name, experts as a bit per part.
+  struct Implied {
+    const ExpectedTensor* e;
+    bool found = false;
   };
-  auto pathOf = [&](const std::string& name) -> const std::string& {
-    return where.find(name)->second->path;
+  const std::vector<ExpectedTensor> expected = expectedDenseTensors(config_, prefix_);
+  std::unordered_map<std::string_view, Implied> implied;
+  for (const ExpectedTensor& e : expected) implied.emplace(e.name, Implied{&e});
+  const size_t E = static_cast<size_t>(config_.numExperts);
+  std::vector<uint8_t> expertParts(static_cast<size_t>(config_.numLayers) * E, 0);  // bit p = part p seen
+
+  // A tensor in a shard other than its index entry's: a duplicate if that
+  // entry's own shard also holds it, else a wrong index. Known only at the end.
+  struct Misplaced {
+    std::string name;
+    const SourceShard* shard;
+    IndexedName* entry;
   };
-  // Every tensor the config implies, with the implied element count.
-  for (const ExpectedTensor& e : expectedDenseTensors(config_, prefix_)) {
-    const TensorInfo* t = info(e.name);
-    if (!t)
-      fail(ErrorKind::Config, dir_, ": config.json implies tensor '", e.name,
-           "' but no shard holds it");
-    uint64_t want = 1;
-    for (uint64_t d : e.shape) want *= d;
-    const bool padded = e.name.size() >= 6 && e.name.compare(e.name.size() - 6, 6, ".A_log") == 0;
-    if (padded ? t->numel() < want : t->numel() != want)
-      fail(ErrorKind::Config, pathOf(e.name), ": tensor '", e.name, "' has ", t->numel(),
-           " elements but config.json implies ", want);
-  }
-  // Every routed expert of every MoE layer, six U8 parts of exact shape.
-  for (int layer = 0; layer < config_.numLayers; ++layer) {
-    if (!config_.isMoeLayer(layer)) continue;
-    for (int e = 0; e < config_.numExperts; ++e) {
-      for (int p = 0; p < kExpertParts; ++p) {
-        const auto part = static_cast<ExpertPart>(p);
-        const std::string name = expertTensorName(prefix_, layer, e, part);
-        const TensorInfo* t = info(name);
-        if (!t)
-          fail(ErrorKind::Missing, dir_, ": expert (layer ", layer, ", id ", e, ") tensor '", name,
-               "' is missing");
-        if (t->dtype != Dtype::U8 || t->shape != expertPartShape(config_, part))
-          fail(ErrorKind::Config, pathOf(name), ": expert tensor '", name,
-               "' is not U8 with the shape config.json implies");
+  std::vector<Misplaced> misplaced;
+
+  for (SourceShard& sh : shards_) {
+    const SafetensorsFile header = sh.openHeader();
+    identify(sh.path, sh.size, sh.headerSha256);
+    sh.tensors = header.tensors().size();
+    for (const TensorInfo& t : header.tensors()) {
+      IndexedName* entry = findName(index, t.name);
+      if (!entry)
+        fail(ErrorKind::Missing, idxPath, ": no weight_map entry for tensor '", t.name, "' of ", sh.file);
+      if (indexShards[entry->shard] != sh.file) {
+        if (misplaced.empty()) misplaced.push_back({t.name, &sh, entry});
+        continue;
       }
+      entry->seen = true;
+      const TensorClass cls = classifyTensor(t.name, config_);
+      if (cls == TensorClass::Skip) continue;
+      sh.hasText = true;
+
+      // Nothing beyond what the config describes.
+      if (layerOf(t.name) >= config_.numLayers)
+        fail(ErrorKind::Config, sh.path, ": tensor '", t.name, "' is beyond num_hidden_layers = ",
+             config_.numLayers);
+      if (!prefix_.empty() && t.name.compare(0, prefix_.size(), prefix_) != 0)
+        fail(ErrorKind::Format, sh.path, ": tensor '", t.name, "' lacks the '", prefix_,
+             "' prefix the other text tensors carry");
+      ExpertName en;
+      if (parseExpertName(t.name, en)) {
+        if (en.expert >= config_.numExperts || !config_.isMoeLayer(en.layer))
+          fail(ErrorKind::Config, sh.path, ": expert tensor '", t.name,
+               "' does not fit config.json (num_experts = ", config_.numExperts, ")");
+        if (t.dtype != Dtype::U8 || t.shape != expertPartShape(config_, en.part))
+          fail(ErrorKind::Config, sh.path, ": expert tensor '", t.name,
+               "' is not U8 with the shape config.json implies");
+        expertParts[static_cast<size_t>(en.layer) * E + static_cast<size_t>(en.expert)] |=
+            static_cast<uint8_t>(1u << static_cast<int>(en.part));
+        continue;
+      }
+      auto it = implied.find(t.name);
+      if (it == implied.end()) continue;
+      const ExpectedTensor& e = *it->second.e;
+      uint64_t want = 1;
+      for (uint64_t d : e.shape) want *= d;
+      const bool padded = e.name.size() >= 6 && e.name.compare(e.name.size() - 6, 6, ".A_log") == 0;
+      if (padded ? t.numel() < want : t.numel() != want)
+        fail(ErrorKind::Config, sh.path, ": tensor '", e.name, "' has ", t.numel(),
+             " elements but config.json implies ", want);
+      it->second.found = true;
     }
   }
-  // Nothing beyond what the config describes.
-  for (const auto& [name, sh] : where) {
-    if (classifyTensor(name, config_) == TensorClass::Skip) continue;
-    const int layer = layerOf(name);
-    if (layer >= config_.numLayers)
-      fail(ErrorKind::Config, sh->path, ": tensor '", name, "' is beyond num_hidden_layers = ",
-           config_.numLayers);
-    ExpertName en;
-    if (parseExpertName(name, en) &&
-        (en.expert >= config_.numExperts || !config_.isMoeLayer(en.layer)))
-      fail(ErrorKind::Config, sh->path, ": expert tensor '", name,
-           "' does not fit config.json (num_experts = ", config_.numExperts, ")");
-    if (!prefix_.empty() && name.substr(0, prefix_.size()) != prefix_)
-      fail(ErrorKind::Format, sh->path, ": tensor '", name, "' lacks the '", prefix_,
-           "' prefix the other text tensors carry");
+
+  for (const Misplaced& m : misplaced) {
+    const std::string& home = indexShards[m.entry->shard];
+    if (m.entry->seen)
+      fail(ErrorKind::Duplicate, m.shard->path, ": tensor '", m.name, "' also appears in ", home);
+    fail(ErrorKind::Format, idxPath, ": weight_map puts tensor '", m.name, "' in ", home,
+         " but it is in ", m.shard->file);
+  }
+  for (const IndexedName& entry : index)
+    if (!entry.seen) {
+      const std::string name = firstIndexName(idxPath, [&](std::string_view n, std::string_view) {
+        const IndexedName* e = findName(index, n);
+        return e && !e->seen;
+      });
+      fail(ErrorKind::Missing, dir_, "/", indexShards[entry.shard], ": tensor '", name, "' listed in ",
+           kIndexName, " is not in the shard");
+    }
+  for (const ExpectedTensor& e : expected)
+    if (!implied.at(e.name).found)
+      fail(ErrorKind::Config, dir_, ": config.json implies tensor '", e.name, "' but no shard holds it");
+  for (int layer = 0; layer < config_.numLayers; ++layer) {
+    if (!config_.isMoeLayer(layer)) continue;
+    for (int id = 0; id < config_.numExperts; ++id) {
+      const uint8_t have = expertParts[static_cast<size_t>(layer) * E + static_cast<size_t>(id)];
+      for (int p = 0; p < kExpertParts; ++p)
+        if (!(have & (1u << p)))
+          fail(ErrorKind::Missing, dir_, ": expert (layer ", layer, ", id ", id, ") tensor '",
+               expertTensorName(prefix_, layer, id, static_cast<ExpertPart>(p)), "' is missing");
+    }
   }
 }
 

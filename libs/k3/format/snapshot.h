@@ -5,6 +5,11 @@
 // present with the right size, every routed expert's six MXFP4 parts present
 // as U8 with the exact shapes). Errors are one line naming file and tensor.
 // Immutable after open(); thread-safe for reads.
+//
+// Memory: K3 has ~500k tensors, so nothing per tensor is kept. The index is
+// scanned on demand into 24-byte name fingerprints, each shard header is
+// parsed, checked and dropped in turn, and openHeader() parses it again when
+// a shard is converted.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +29,10 @@ struct SourceShard {
   uint64_t size = 0;
   std::string headerSha256;  // SHA-256 of the first 8+N bytes
   bool hasText = false;      // holds at least one tensor that is not vision
-  SafetensorsFile st;        // header only (validated)
+  uint64_t tensors = 0;
+
+  // The validated header (not kept between calls; see the class comment).
+  SafetensorsFile openHeader() const;
 };
 
 class Snapshot {
@@ -54,8 +62,11 @@ class Snapshot {
   // Re-reads a shard's size and header hash (the resume source-change check).
   static void identify(const std::string& path, uint64_t& size, std::string& headerSha256);
 
+  struct IndexedName;  // a weight_map entry as open() keeps it (snapshot.cpp)
+
  private:
-  void crossCheck(const SnapshotIndex& index);  // the index is not kept: it repeats the headers
+  // Every shard header against the index and the config, one shard at a time.
+  void crossCheck(std::vector<IndexedName>& index, const std::vector<std::string>& indexShards);
 
   std::string dir_;
   ModelConfig config_;

@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <unordered_set>
+#include <utility>
 
 #include "k3/format/durable_file.h"
 #include "k3/format/json_text.h"
@@ -26,59 +27,129 @@ std::unordered_map<std::string, std::string> SnapshotIndex::lookup(const std::st
   return m;
 }
 
-SnapshotIndex SnapshotIndex::parse(std::string_view json, const std::string& path) {
-  simdjson::dom::parser parser;
-  simdjson::dom::element root;
-  simdjson::padded_string padded(json);
-  if (auto err = parser.parse(padded).get(root))
+std::pair<uint64_t, uint64_t> nameFingerprint(std::string_view name) {
+  uint64_t fnv = 0xcbf29ce484222325ull;  // FNV-1a
+  for (unsigned char c : name) fnv = (fnv ^ c) * 0x100000001b3ull;
+  return {std::hash<std::string_view>{}(name), fnv};  // libstdc++: murmur2
+}
+
+namespace {
+
+// On-demand parsing: memory is the text itself, not a DOM of ~500k entries.
+void scanPadded(const simdjson::padded_string& text, const std::string& path,
+                const SnapshotIndex::EntryFn& entry, std::optional<uint64_t>* totalSize) {
+  namespace od = simdjson::ondemand;
+  auto bad = [&](simdjson::error_code err) {
     fail(ErrorKind::Format, path, ": not valid JSON (", simdjson::error_message(err), ")");
-  simdjson::dom::object obj;
-  if (root.get_object().get(obj)) fail(ErrorKind::Format, path, ": index is not a JSON object");
-  SnapshotIndex idx;
-  simdjson::dom::object wm;
-  if (obj["weight_map"].get_object().get(wm))
-    fail(ErrorKind::Format, path, ": missing or non-object \"weight_map\"");
-  std::unordered_set<std::string_view> seen;
-  for (auto field : wm) {
-    std::string_view shard;
-    if (field.value.get_string().get(shard))
-      fail(ErrorKind::Format, path, ": weight_map entry '", field.key, "' is not a string");
-    if (!seen.insert(field.key).second)
-      fail(ErrorKind::Duplicate, path, ": tensor '", field.key, "' appears twice in weight_map");
-    if (shard.empty() || shard.find('/') != std::string_view::npos || shard == "." || shard == "..")
-      fail(ErrorKind::Format, path, ": weight_map entry '", field.key, "' names an invalid shard '",
-           shard, "'");
-    idx.weightMap.emplace_back(std::string(field.key), std::string(shard));
-  }
-  simdjson::dom::object meta;
-  if (!obj["metadata"].get_object().get(meta)) {
-    simdjson::dom::element ts;
-    if (!meta["total_size"].get(ts)) {
-      uint64_t v = 0;
-      if (ts.get_uint64().get(v))
-        fail(ErrorKind::Format, path, ": metadata.total_size is not a non-negative integer");
-      idx.totalSize = v;
+  };
+  od::parser parser;
+  od::document doc;
+  if (auto err = parser.iterate(text).get(doc)) bad(err);
+  od::object root;
+  if (doc.get_object().get(root)) fail(ErrorKind::Format, path, ": index is not a JSON object");
+  bool haveMap = false;
+  for (auto fieldResult : root) {
+    od::field field;
+    if (auto err = std::move(fieldResult).get(field)) bad(err);
+    std::string_view key;
+    if (auto err = field.unescaped_key().get(key)) bad(err);
+    if (key == "weight_map") {
+      od::object wm;
+      if (field.value().get_object().get(wm))
+        fail(ErrorKind::Format, path, ": missing or non-object \"weight_map\"");
+      haveMap = true;
+      for (auto entryResult : wm) {
+        od::field e;
+        if (auto err = std::move(entryResult).get(e)) bad(err);
+        std::string_view name, shard;
+        if (auto err = e.unescaped_key().get(name)) bad(err);
+        // Keys are unescaped into the parser's buffer, so `name` outlives the value read.
+        if (e.value().get_string().get(shard))
+          fail(ErrorKind::Format, path, ": weight_map entry '", name, "' is not a string");
+        if (shard.empty() || shard.find('/') != std::string_view::npos || shard == "." || shard == "..")
+          fail(ErrorKind::Format, path, ": weight_map entry '", name, "' names an invalid shard '",
+               shard, "'");
+        entry(name, shard);
+      }
+    } else if (key == "metadata") {
+      od::object meta;
+      if (field.value().get_object().get(meta)) continue;  // not an object: ignored, as before
+      for (auto metaResult : meta) {
+        od::field m;
+        if (auto err = std::move(metaResult).get(m)) bad(err);
+        std::string_view mkey;
+        if (auto err = m.unescaped_key().get(mkey)) bad(err);
+        if (mkey != "total_size") continue;
+        uint64_t v = 0;
+        if (m.value().get_uint64().get(v))
+          fail(ErrorKind::Format, path, ": metadata.total_size is not a non-negative integer");
+        if (totalSize) *totalSize = v;
+      }
     }
   }
+  // After the root object only the end may follow (current_location is out of bounds).
+  const char* rest = nullptr;
+  if (doc.current_location().get(rest) == simdjson::SUCCESS)
+    fail(ErrorKind::Format, path, ": not valid JSON (content after the root object)");
+  if (!haveMap) fail(ErrorKind::Format, path, ": missing or non-object \"weight_map\"");
+}
+
+}  // namespace
+
+void SnapshotIndex::scan(std::string_view json, const std::string& path, const EntryFn& entry,
+                         std::optional<uint64_t>* totalSize) {
+  scanPadded(simdjson::padded_string(json), path, entry, totalSize);
+}
+
+void SnapshotIndex::scanFile(const std::string& path, const EntryFn& entry,
+                             std::optional<uint64_t>* totalSize) {
+  simdjson::padded_string text;
+  if (simdjson::padded_string::load(path).get(text)) {
+    (void)readWholeFile(path);  // throws the Missing/Io error that names the file
+    fail(ErrorKind::Io, path, ": cannot read");
+  }
+  scanPadded(text, path, entry, totalSize);
+}
+
+SnapshotIndex SnapshotIndex::parse(std::string_view json, const std::string& path) {
+  SnapshotIndex idx;
+  scan(json, path, [&](std::string_view name, std::string_view shard) {
+    idx.weightMap.emplace_back(std::string(name), std::string(shard));
+  }, &idx.totalSize);
+  std::unordered_set<std::string_view> seen;
+  seen.reserve(idx.weightMap.size());
+  for (const auto& [name, shard] : idx.weightMap)
+    if (!seen.insert(name).second)
+      fail(ErrorKind::Duplicate, path, ": tensor '", name, "' appears twice in weight_map");
   return idx;
 }
 
 SnapshotIndex SnapshotIndex::load(const std::string& path) { return parse(readWholeFile(path), path); }
 
-std::string SnapshotIndex::toJson() const {
-  std::string out = "{\"metadata\": {\"total_size\": ";
-  out += std::to_string(totalSize.value_or(0));
+void SnapshotIndex::Text::begin(uint64_t totalSize) {
+  out = "{\"metadata\": {\"total_size\": ";
+  out += std::to_string(totalSize);
   out += "}, \"weight_map\": {";
-  bool first = true;
-  for (const auto& [name, shard] : weightMap) {
-    if (!first) out += ", ";
-    first = false;
-    appendJsonString(out, name);
-    out += ": ";
-    appendJsonString(out, shard);
-  }
+  entries = 0;
+}
+
+void SnapshotIndex::Text::add(std::string_view name, std::string_view shard) {
+  if (entries++) out += ", ";
+  appendJsonString(out, name);
+  out += ": ";
+  appendJsonString(out, shard);
+}
+
+std::string& SnapshotIndex::Text::end() {
   out += "}}";
   return out;
+}
+
+std::string SnapshotIndex::toJson() const {
+  Text text;
+  text.begin(totalSize.value_or(0));
+  for (const auto& [name, shard] : weightMap) text.add(name, shard);
+  return std::move(text.end());
 }
 
 void SnapshotIndex::save(const std::string& path) const { writeFileAtomic(path, toJson()); }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,6 +14,11 @@
 #include <vector>
 
 namespace k3 {
+
+// A 128-bit fingerprint of a tensor name (two unrelated 64-bit hashes; a
+// chance collision among K3's ~500k names is ~1e-27): lets checks over every
+// name keep 16 bytes per name instead of the name.
+std::pair<uint64_t, uint64_t> nameFingerprint(std::string_view name);
 
 struct SnapshotIndex {
   std::optional<uint64_t> totalSize;
@@ -28,7 +34,26 @@ struct SnapshotIndex {
   static SnapshotIndex parse(std::string_view json, const std::string& path);
   static SnapshotIndex load(const std::string& path);
 
+  // Streams the weight_map entries in file order without building the map
+  // (K3's index has ~500k names): the same checks as parse() except
+  // duplicate names, which the caller detects. Views are valid during the call.
+  using EntryFn = std::function<void(std::string_view name, std::string_view shard)>;
+  static void scan(std::string_view json, const std::string& path, const EntryFn& entry,
+                   std::optional<uint64_t>* totalSize = nullptr);
+  static void scanFile(const std::string& path, const EntryFn& entry,
+                       std::optional<uint64_t>* totalSize = nullptr);
+
   std::string toJson() const;  // spec §5.7 text
+
+  // The spec §5.7 text built entry by entry, for writers that do not hold
+  // the whole map: begin(), add() per entry in order, end().
+  struct Text {
+    std::string out;
+    size_t entries = 0;
+    void begin(uint64_t totalSize);
+    void add(std::string_view name, std::string_view shard);
+    std::string& end();
+  };
   void save(const std::string& path) const;  // atomic
 };
 
