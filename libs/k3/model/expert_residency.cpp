@@ -82,6 +82,7 @@ ExpertResidency::ExpertResidency(const ModelWeights& w, uint64_t budgetBytes, Re
     directFds_.push_back(opts_.direct ? ::open(s.path().c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT) : -1);
   }
   directRefused_.assign(fds_.size(), 0);
+  dropCachedExperts();
   const size_t loaders = std::max<size_t>(1, opts_.loaders);
   for (size_t i = 0; i < loaders; ++i) loaders_.emplace_back([this] { loaderLoop(); });
 }
@@ -96,6 +97,24 @@ ExpertResidency::~ExpertResidency() {
   for (int fd : fds_) ::close(fd);
   for (int fd : directFds_)
     if (fd >= 0) ::close(fd);
+}
+
+void ExpertResidency::dropCachedExperts() const {
+  // Merged runs of adjacent experts, one fadvise each.
+  std::vector<const ExpertWeights*> all;
+  for (int l = firstMoe_; l < w_.config().numLayers; ++l)
+    for (const auto& e : w_.layer(l).moeW.experts) all.push_back(&e);
+  std::sort(all.begin(), all.end(), [](const ExpertWeights* a, const ExpertWeights* b) {
+    return a->shard != b->shard ? a->shard < b->shard : a->offset < b->offset;
+  });
+  for (size_t i = 0; i < all.size();) {
+    const uint32_t shard = all[i]->shard;
+    const uint64_t begin = all[i]->offset;
+    uint64_t end = begin + all[i]->bytes;
+    for (++i; i < all.size() && all[i]->shard == shard && all[i]->offset == end; ++i) end += all[i]->bytes;
+    // Advice only: whole unmapped clean pages inside the range go, nothing else.
+    ::posix_fadvise(fds_[shard], static_cast<off_t>(begin), static_cast<off_t>(end - begin), POSIX_FADV_DONTNEED);
+  }
 }
 
 size_t ExpertResidency::key(int layer, int id) const {

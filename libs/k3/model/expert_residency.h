@@ -124,6 +124,11 @@ class ExpertResidency {
   };
   using Clock = std::chrono::steady_clock;
 
+  // Bounded, at start: expert pages already in the page cache (read-around of
+  // faults on neighbouring dense tensors brings them in — read_ahead_kb can be
+  // megabytes) are dropped; nobody reads them through the cache, and a memory
+  // cgroup charges them.
+  void dropCachedExperts() const;
   size_t key(int layer, int id) const;
   const ExpertWeights& expert(size_t key) const;
   void release(int32_t slot);
