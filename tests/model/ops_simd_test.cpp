@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "k3/model/kda_kernels.h"
+#include "k3/model/mla_kernels.h"
 #include "k3/model/ops_kernels.h"
 #include "k3/quant/cpu_features.h"
 
@@ -315,6 +316,58 @@ TEST(OpsSimd, KdaDeltaRuleMatchesScalarOverTokens) {
       // ~d·eps ≈ 1.5e-5 relative even at d = 128 (random signs give far less).
       EXPECT_LT(relL2(Sa, Sb), 2e-5) << "d " << d << " token " << t;
       EXPECT_LT(relL2(oa, ob), 2e-5) << "d " << d << " token " << t;
+    }
+  }
+}
+
+TEST(OpsSimd, MlaScoresAndWeightedLatentMatchScalarAndIgnoreGrouping) {
+  REQUIRE_AVX2();
+  std::mt19937 rng(8);
+  struct Dims {
+    size_t kvr, rope;
+  };
+  for (Dims dm : {Dims{256, 32}, Dims{64, 32}, Dims{19, 5}, Dims{40, 8}}) {
+    const size_t kvr = dm.kvr, rope = dm.rope, qk = 7 + rope, maxLen = 13, nq = 9;
+    const auto L = randomVec(maxLen * kvr, rng), R = randomVec(maxLen * rope, rng);
+    const auto qa = randomVec(nq * kvr, rng), qr = randomVec(nq * qk, rng);
+    const float scale = 0.125f;
+    for (size_t len : {1, 2, 5, 13}) {
+      std::vector<float> sa(nq * maxLen), sb(nq * maxLen), one(maxLen);
+      km::scalar::mlaScores(qa.data(), kvr, qr.data(), qk, nq, L.data(), R.data(), len, kvr, rope, scale, sa.data(),
+                            maxLen);
+      km::avx2::mlaScores(qa.data(), kvr, qr.data(), qk, nq, L.data(), R.data(), len, kvr, rope, scale, sb.data(),
+                          maxLen);
+      for (size_t j = 0; j < nq; ++j) {
+        // (kvr + rope)-term sums in another order: γ·Σ|terms|, times scale.
+        for (size_t s = 0; s < len; ++s) {
+          double mag = 0;
+          for (size_t i = 0; i < kvr; ++i) mag += std::fabs(qa[j * kvr + i] * L[s * kvr + i]);
+          for (size_t i = 0; i < rope; ++i) mag += std::fabs(qr[j * qk + i] * R[s * rope + i]);
+          EXPECT_NEAR(sa[j * maxLen + s], sb[j * maxLen + s], 2.0 * (kvr + rope + 2) * kEps * mag * scale)
+              << "kvr " << kvr << " j " << j << " s " << s;
+        }
+        // A query alone gets the same bits as inside a group of 9.
+        km::avx2::mlaScores(qa.data() + j * kvr, kvr, qr.data() + j * qk, qk, 1, L.data(), R.data(), len, kvr, rope,
+                            scale, one.data(), maxLen);
+        EXPECT_EQ(std::memcmp(one.data(), sb.data() + j * maxLen, len * 4), 0) << "kvr " << kvr << " j " << j;
+      }
+      // Weighted latent: probabilities in [0, 1); per element the same
+      // position order, FMA contraction only: len ulp of Σ p·|L|.
+      std::vector<float> p(nq * maxLen);
+      std::uniform_real_distribution<float> u01(0.0f, 1.0f);
+      for (float& x : p) x = u01(rng);
+      std::vector<float> ca(nq * kvr), cb(nq * kvr), c1(kvr);
+      km::scalar::mlaWeightedLatent(p.data(), maxLen, nq, L.data(), len, kvr, ca.data(), kvr);
+      km::avx2::mlaWeightedLatent(p.data(), maxLen, nq, L.data(), len, kvr, cb.data(), kvr);
+      for (size_t j = 0; j < nq; ++j) {
+        for (size_t i = 0; i < kvr; ++i) {
+          double mag = 0;
+          for (size_t s = 0; s < len; ++s) mag += p[j * maxLen + s] * std::fabs(L[s * kvr + i]);
+          EXPECT_NEAR(ca[j * kvr + i], cb[j * kvr + i], (len + 1) * kEps * mag) << "kvr " << kvr << " j " << j;
+        }
+        km::avx2::mlaWeightedLatent(p.data() + j * maxLen, maxLen, 1, L.data(), len, kvr, c1.data(), kvr);
+        EXPECT_EQ(std::memcmp(c1.data(), cb.data() + j * kvr, kvr * 4), 0) << "kvr " << kvr << " j " << j;
+      }
     }
   }
 }

@@ -5,7 +5,9 @@
 
 #include "k3/io/error.h"
 #include "k3/model/linear.h"
+#include "k3/model/mla_kernels.h"
 #include "k3/model/ops.h"
+#include "k3/model/ops_kernels.h"
 
 namespace k3::model {
 
@@ -23,8 +25,10 @@ MlaLayer::MlaLayer(const ModelConfig& c, size_t maxChunk, size_t threads, size_t
   ckv_.resize(maxChunk * (kvr_ + rope_));
   gate_.resize(maxChunk * H_ * vd_);
   ctx_.resize(maxChunk * H_ * vd_);
-  // kRows [nope × kvr], vRows [vd × kvr], qa [kvr], cl [kvr], scores [maxContext]
-  tmpPerThread_ = (nope_ + vd_ + 2) * kvr_ + maxContext;
+  QA_.resize(maxChunk * H_ * kvr_);
+  CL_.resize(maxChunk * H_ * kvr_);
+  // kv_b rows of one head [(nope + vd) × kvr], scores [kHeadGroup × maxContext]
+  tmpPerThread_ = (nope_ + vd_) * kvr_ + kHeadGroup * maxContext;
   tmp_.resize(threads * tmpPerThread_);
 }
 
@@ -51,33 +55,53 @@ void MlaLayer::forward(const MlaWeights& w, MlaCache& cache, const float* x, siz
   linear(pool, w.o, ctx_.data(), n, out);
 }
 
-void MlaLayer::heads(const MlaWeights& w, const MlaCache& cache, size_t pos0, size_t n, size_t h0,
-                     size_t h1, float* tmp) {
-  float* kRows = tmp;                    // kv_b key rows of head h, dequantized
-  float* vRows = kRows + nope_ * kvr_;   // kv_b value rows of head h
-  float* qa = vRows + vd_ * kvr_;        // query absorbed into the latent space
-  float* cl = qa + kvr_;                 // probability-weighted latent
-  float* scores = cl + kvr_;
+void MlaLayer::heads(const MlaWeights& w, const MlaCache& cache, size_t pos0, size_t n, size_t h0, size_t h1,
+                     float* tmp) {
+  const bool vec = useAvx2();
+  float* rows = tmp;                          // kv_b key or value rows of one head, dequantized
+  float* scores = rows + (nope_ + vd_) * kvr_;  // [kHeadGroup × maxContext]
   const size_t qk = nope_ + rope_;
   const float scale = 1.0f / std::sqrt(static_cast<float>(qk));
+  // 1. Absorb each query into the latent space through its head's key rows.
   for (size_t h = h0; h < h1; ++h) {
-    const size_t base = h * (nope_ + vd_);
-    for (size_t r = 0; r < nope_; ++r) quant::dequantizeRow(w.kvb, base + r, kRows + r * kvr_);
-    for (size_t r = 0; r < vd_; ++r) quant::dequantizeRow(w.kvb, base + nope_ + r, vRows + r * kvr_);
+    for (size_t r = 0; r < nope_; ++r) quant::dequantizeRow(w.kvb, h * (nope_ + vd_) + r, rows + r * kvr_);
     for (size_t t = 0; t < n; ++t) {
       const float* q = &Q_[(t * H_ + h) * qk];
+      float* qa = &QA_[(t * H_ + h) * kvr_];
       std::fill(qa, qa + kvr_, 0.0f);
-      for (size_t dd = 0; dd < nope_; ++dd) axpy(q[dd], kRows + dd * kvr_, qa, kvr_);
-      const size_t len = pos0 + t + 1;
-      for (size_t s = 0; s < len; ++s)
-        scores[s] = (dot(qa, &cache.L[s * kvr_], kvr_) + dot(q + nope_, &cache.R[s * rope_], rope_)) * scale;
-      softmax(scores, len);
-      std::fill(cl, cl + kvr_, 0.0f);
-      for (size_t s = 0; s < len; ++s) axpy(scores[s], &cache.L[s * kvr_], cl, kvr_);
+      for (size_t dd = 0; dd < nope_; ++dd) axpy(q[dd], rows + dd * kvr_, qa, kvr_);
+    }
+  }
+  // 2. Attention over the cache, several heads per pass over it: scores,
+  // softmax, probability-weighted latent.
+  for (size_t t = 0; t < n; ++t) {
+    const size_t len = pos0 + t + 1;
+    for (size_t g = h0; g < h1; g += kHeadGroup) {
+      const size_t ng = std::min(kHeadGroup, h1 - g);
+      const float* qa = &QA_[(t * H_ + g) * kvr_];
+      const float* qr = &Q_[(t * H_ + g) * qk + nope_];
+      float* cl = &CL_[(t * H_ + g) * kvr_];
+      if (vec)
+        avx2::mlaScores(qa, kvr_, qr, qk, ng, cache.L.data(), cache.R.data(), len, kvr_, rope_, scale, scores,
+                        maxContext_);
+      else
+        scalar::mlaScores(qa, kvr_, qr, qk, ng, cache.L.data(), cache.R.data(), len, kvr_, rope_, scale, scores,
+                          maxContext_);
+      for (size_t j = 0; j < ng; ++j) softmax(scores + j * maxContext_, len);
+      if (vec)
+        avx2::mlaWeightedLatent(scores, maxContext_, ng, cache.L.data(), len, kvr_, cl, kvr_);
+      else
+        scalar::mlaWeightedLatent(scores, maxContext_, ng, cache.L.data(), len, kvr_, cl, kvr_);
+    }
+  }
+  // 3. Value rows on the weighted latent, then the sigmoid output gate.
+  for (size_t h = h0; h < h1; ++h) {
+    for (size_t r = 0; r < vd_; ++r) quant::dequantizeRow(w.kvb, h * (nope_ + vd_) + nope_ + r, rows + r * kvr_);
+    for (size_t t = 0; t < n; ++t) {
+      const float* cl = &CL_[(t * H_ + h) * kvr_];
       float* ctx = &ctx_[(t * H_ + h) * vd_];
-      const float* g = &gate_[(t * H_ + h) * vd_];
-      for (size_t dd = 0; dd < vd_; ++dd) ctx[dd] = dot(vRows + dd * kvr_, cl, kvr_);
-      mulSigmoid(ctx, g, vd_);
+      for (size_t dd = 0; dd < vd_; ++dd) ctx[dd] = dot(rows + dd * kvr_, cl, kvr_);
+      mulSigmoid(ctx, &gate_[(t * H_ + h) * vd_], vd_);
     }
   }
 }

@@ -37,7 +37,11 @@ class MlaLayer {
 
   size_t D_, H_, qr_, kvr_, nope_, rope_, vd_, maxContext_;
   float eps_;
+  // Heads attended together per pass over the cache (bounds the scores scratch).
+  static constexpr size_t kHeadGroup = 8;
+
   std::vector<float> qa_, Q_, ckv_, gate_, ctx_;  // chunk buffers
+  std::vector<float> QA_, CL_;                    // [chunk × H × kvr] absorbed queries, weighted latents
   std::vector<float> tmp_;                        // per-thread scratch
   size_t tmpPerThread_;
 };

@@ -1,0 +1,30 @@
+// Internal: the attention loops of absorbed MLA (spec §6.4) over the latent
+// cache, for several query vectors (heads) at once so that each cache row is
+// read once per token rather than once per head. Scalar reference in
+// mla_kernels.cpp, AVX2 + FMA in mla_kernels_avx2.cpp (mla_layer picks one
+// with useAvx2()). Every output element has its own fixed accumulation order,
+// so the results do not depend on how heads are grouped or split over threads.
+#pragma once
+
+#include <cstddef>
+
+namespace k3::model {
+
+#define K3_MODEL_MLA_KERNELS                                                                          \
+  /* scores[j·scoreStride + s] = (qa_j·L_s + qr_j·R_s)·scale for query j < nq and position s < len;   \
+     qa_j = qa + j·qaStride (kvr values), qr_j = qr + j·qrStride (rope values), L_s = L + s·kvr,      \
+     R_s = R + s·rope. */                                                                             \
+  void mlaScores(const float* qa, size_t qaStride, const float* qr, size_t qrStride, size_t nq,        \
+                 const float* L, const float* R, size_t len, size_t kvr, size_t rope, float scale,      \
+                 float* scores, size_t scoreStride);                                                  \
+  /* cl_j = Σ_{s<len} p_j[s]·L_s, summed in position order; p_j = p + j·pStride,                     \
+     cl_j = cl + j·clStride (overwritten). */                                                         \
+  void mlaWeightedLatent(const float* p, size_t pStride, size_t nq, const float* L, size_t len, size_t kvr, \
+                         float* cl, size_t clStride);
+
+namespace scalar { K3_MODEL_MLA_KERNELS }
+namespace avx2 { K3_MODEL_MLA_KERNELS }
+
+#undef K3_MODEL_MLA_KERNELS
+
+}  // namespace k3::model
