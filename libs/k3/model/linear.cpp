@@ -1,6 +1,10 @@
 #include "k3/model/linear.h"
 
+#include <algorithm>
 #include <memory>
+#include <vector>
+
+#include "k3/io/error.h"
 
 #include "k3/quant/act_q8.h"
 #include "k3/quant/matvec.h"
@@ -69,6 +73,65 @@ void linear(ThreadPool& pool, const WeightView& w, const float* X, size_t n, flo
   // Quantise once, before the split: every thread reads the same Xq/Xs.
   withQuantized(w, X, n, [&](const int8_t* Xq, const float* Xs) {
     pool.parallelFor(w.rows, [&](size_t r0, size_t r1) { q8Rows(w, Xq, Xs, n, Y, r0, r1); }, kGrain);
+  });
+}
+
+void linear(ThreadPool& pool, std::initializer_list<LinearJob> jobs, size_t n) {
+  constexpr size_t kGrain = 16;
+  const size_t J = jobs.size();
+  if (J > kMaxLinearJobs) fail(ErrorKind::Internal, "linear: ", J, " jobs > ", kMaxLinearJobs);
+  if (n == 0 || J == 0) return;
+  const LinearJob* job = jobs.begin();
+  // Grain ranges of the jobs laid end to end: job j owns [first[j], first[j+1]).
+  size_t first[kMaxLinearJobs + 1] = {0};
+  for (size_t j = 0; j < J; ++j) first[j + 1] = first[j] + (job[j].w->rows + kGrain - 1) / kGrain;
+
+  // Quantised inputs, once per distinct X among the int8 jobs (decode: on
+  // the stack; bigger prefill batches on the heap, once per call).
+  const int8_t* xq[kMaxLinearJobs] = {};
+  const float* xs[kMaxLinearJobs] = {};
+  size_t need = 0;
+  for (size_t j = 0; j < J; ++j)
+    if (usesInt8Activations(*job[j].w)) need += n * job[j].w->cols;
+  alignas(32) int8_t stackQ[kStackQ8Values];
+  alignas(32) float stackS[kStackQ8Values / quant::kQ8Group];
+  std::vector<int8_t> heapQ;
+  std::vector<float> heapS;
+  int8_t* q = stackQ;
+  float* sc = stackS;
+  if (need > kStackQ8Values) {
+    heapQ.resize(need);
+    heapS.resize(need / quant::kQ8Group);
+    q = heapQ.data();
+    sc = heapS.data();
+  }
+  for (size_t j = 0; j < J; ++j) {
+    if (!usesInt8Activations(*job[j].w)) continue;
+    for (size_t i = 0; i < j && !xq[j]; ++i)
+      if (xq[i] && job[i].X == job[j].X && job[i].w->cols == job[j].w->cols) {
+        xq[j] = xq[i];
+        xs[j] = xs[i];
+      }
+    if (xq[j]) continue;
+    const size_t values = n * job[j].w->cols;
+    quant::quantizeActivationsQ8_32(job[j].X, values, q, sc);
+    xq[j] = q;
+    xs[j] = sc;
+    q += values;
+    sc += values / quant::kQ8Group;
+  }
+
+  pool.parallelFor(first[J], [&](size_t g0, size_t g1) {
+    for (size_t j = 0; j < J; ++j) {
+      const size_t b = std::max(g0, first[j]), e = std::min(g1, first[j + 1]);
+      if (b >= e) continue;
+      const WeightView& w = *job[j].w;
+      const size_t r0 = (b - first[j]) * kGrain, r1 = std::min(w.rows, (e - first[j]) * kGrain);
+      if (xq[j])
+        q8Rows(w, xq[j], xs[j], n, job[j].Y, r0, r1);
+      else
+        f32Rows(w, job[j].X, n, job[j].Y, r0, r1);
+    }
   });
 }
 

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <initializer_list>
 
 #include "k3/io/thread_pool.h"
 #include "k3/quant/weight_view.h"
@@ -25,6 +26,19 @@ void linear(ThreadPool& pool, const WeightView& w, const float* X, size_t n, flo
 
 // The same on one thread over output rows [r0, r1) (Y keeps full row stride).
 void linearRows(const WeightView& w, const float* X, size_t n, float* Y, size_t r0, size_t r1);
+
+// Several independent products in one fork-join: Y_j = X_j·W_jᵀ for every
+// job, with the rows of all the weights split over the pool as one range
+// (a decode step is bound by fork-join hand-offs as much as by bytes, and the
+// projections that read the same input can share one). Each Y_j has exactly
+// the bits linear(pool, *w, X, n, Y) gives. At most kMaxLinearJobs jobs.
+struct LinearJob {
+  const WeightView* w;
+  const float* X;  // [n × w->cols]
+  float* Y;        // [n × w->rows]
+};
+inline constexpr size_t kMaxLinearJobs = 8;
+void linear(ThreadPool& pool, std::initializer_list<LinearJob> jobs, size_t n);
 
 // True when linear() multiplies `w` with int8-quantised activations.
 bool usesInt8Activations(const WeightView& w);
