@@ -65,6 +65,7 @@ ExpertResidency::ExpertResidency(const ModelWeights& w, uint64_t budgetBytes, Re
   slots_.resize(slots);
   for (size_t s = slots; s-- > 0;) freeSlots_.push_back(static_cast<int32_t>(s));
   slotOf_.assign(keys, -1);
+  everRead_.assign(keys, 0);
   auto closeAll = [&] {
     for (int fd : fds_) ::close(fd);
     for (int fd : directFds_)
@@ -342,6 +343,10 @@ void ExpertResidency::loaderLoop() {
     } else {
       sl.state = SlotState::Ready;
       ++stats_.reads;
+      if (!everRead_[k]) {
+        everRead_[k] = 1;
+        ++stats_.uniqueReads;
+      }
       stats_.directReads += directFd >= 0 && !refused;
       stats_.diskBytes += disk;
       stats_.expertBytes += w_.bytesPerExpert();

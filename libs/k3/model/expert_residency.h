@@ -74,6 +74,7 @@ struct ResidencyStats {
   uint64_t expertBytes = 0;   // expert bytes brought in (unbounded: first touches)
   uint64_t diskBytes = 0;     // bytes requested from the files (with O_DIRECT widening)
   uint64_t reads = 0;         // expert reads
+  uint64_t uniqueReads = 0;   // of which the expert's first (the rest were evicted and read again)
   uint64_t directReads = 0;   // of which O_DIRECT
   double readSeconds = 0;     // wall time with at least one read in flight
   double waitSeconds = 0;     // wall time with at least one compute thread waiting for a read
@@ -159,6 +160,7 @@ class ExpertResidency {
   std::vector<uint8_t> directRefused_;  // per shard: an O_DIRECT read failed with EINVAL
   std::vector<Slot> slots_;
   std::vector<int32_t> slotOf_;     // expert key -> slot, -1 = not held
+  std::vector<uint8_t> everRead_;   // expert key -> read at least once
   std::vector<int32_t> freeSlots_;
   int32_t lruHead_ = -1, lruTail_ = -1;  // evictable slots, least recently used first
   std::deque<int32_t> loadQueue_;   // slots to read
