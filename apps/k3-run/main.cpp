@@ -124,7 +124,8 @@ EvalResult teacherForce(Session& s, const std::vector<int32_t>& ids, LogitsWrite
 std::string residencyJson(const ResidencyStats& r) {
   const double gbs = r.readSeconds > 0 ? static_cast<double>(r.diskBytes) / r.readSeconds / 1e9 : 0.0;
   return cat(",\"expert_budget_bytes\":", r.budgetBytes, ",\"expert_resident_bytes\":", r.residentBytes,
-             ",\"expert_reads\":", r.reads, ",\"expert_direct_reads\":", r.directReads,
+             ",\"expert_reads\":", r.reads, ",\"expert_unique_reads\":", r.uniqueReads,
+             ",\"expert_direct_reads\":", r.directReads,
              ",\"expert_disk_bytes\":", r.diskBytes, ",\"expert_read_s\":", r.readSeconds,
              ",\"expert_read_gb_s\":", gbs, ",\"expert_wait_s\":", r.waitSeconds);
 }
