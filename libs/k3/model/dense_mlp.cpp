@@ -10,8 +10,7 @@ DenseMlp::DenseMlp(const ModelConfig& c, size_t maxChunk)
       gate_(maxChunk * inner_), up_(maxChunk * inner_) {}
 
 void DenseMlp::forward(const DenseMlpWeights& w, const float* x, size_t n, float* out, ThreadPool& pool) {
-  linear(pool, w.gate, x, n, gate_.data());
-  linear(pool, w.up, x, n, up_.data());
+  linear(pool, {LinearJob{&w.gate, x, gate_.data()}, LinearJob{&w.up, x, up_.data()}}, n);
   situGlu(gate_.data(), up_.data(), n * inner_, b1_, b2_, gate_.data());
   linear(pool, w.down, gate_.data(), n, out);
 }

@@ -32,13 +32,11 @@ KdaLayer::KdaLayer(const ModelConfig& c, size_t maxChunk, size_t threads)
 
 void KdaLayer::forward(const KdaWeights& w, KdaState& st, const float* x, size_t n, float* out,
                        ThreadPool& pool) {
-  linear(pool, w.q, x, n, q_.data());
-  linear(pool, w.k, x, n, k_.data());
-  linear(pool, w.v, x, n, v_.data());
-  linear(pool, w.g, x, n, g_.data());
-  linear(pool, w.fa, x, n, fa_.data());
+  // Every projection of x in one fork-join, then the decay's second factor.
+  linear(pool, {LinearJob{&w.q, x, q_.data()}, LinearJob{&w.k, x, k_.data()}, LinearJob{&w.v, x, v_.data()},
+                LinearJob{&w.g, x, g_.data()}, LinearJob{&w.fa, x, fa_.data()}, LinearJob{&w.b, x, b_.data()}},
+         n);
   linear(pool, w.fb, fa_.data(), n, f_.data());
-  linear(pool, w.b, x, n, b_.data());
   // Heads are independent: each thread owns a range of heads for the chunk.
   pool.run([&](size_t tid, size_t nt) {
     heads(w, st, n, H_ * tid / nt, H_ * (tid + 1) / nt, tmp_.data() + tid * 3 * d_);

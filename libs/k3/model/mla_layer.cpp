@@ -37,11 +37,11 @@ void MlaLayer::forward(const MlaWeights& w, MlaCache& cache, const float* x, siz
   const size_t pos0 = cache.length;
   if (pos0 + n > maxContext_ || pos0 + n > cache.cap)
     fail(ErrorKind::Usage, "context limit reached: ", pos0 + n, " positions > --ctx ", maxContext_);
-  linear(pool, w.qa, x, n, qa_.data());
+  // The three projections of x in one fork-join.
+  linear(pool, {LinearJob{&w.qa, x, qa_.data()}, LinearJob{&w.kva, x, ckv_.data()}, LinearJob{&w.g, x, gate_.data()}},
+         n);
   for (size_t t = 0; t < n; ++t) rmsNorm(&qa_[t * qr_], w.qaNorm.data(), qr_, eps_, &qa_[t * qr_]);
   linear(pool, w.qb, qa_.data(), n, Q_.data());
-  linear(pool, w.kva, x, n, ckv_.data());
-  linear(pool, w.g, x, n, gate_.data());
   // Append the whole chunk to the cache first; token t then sees 0..pos0+t.
   for (size_t t = 0; t < n; ++t) {
     const float* c = &ckv_[t * (kvr_ + rope_)];

@@ -70,7 +70,12 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
 
   // 4–5. Latent down-projection; gather each expert's tokens; run the experts
   // (threads take whole experts, balanced by rows); add in ascending id.
-  linear(pool, w.downLatent, x, n, z_.data());
+  // The projections of x that do not depend on the routing, in one
+  // fork-join (in bounded residency this overlaps the expert reads).
+  linear(pool, {LinearJob{&w.downLatent, x, z_.data()}, LinearJob{&w.sharedGate, x, sg_.data()},
+                LinearJob{&w.sharedUp, x, su_.data()}},
+         n);
+  situGlu(sg_.data(), su_.data(), n * ish_, b1_, b2_, sg_.data());
   size_t pairs = 0;
   for (size_t u = 0; u < unique_.size(); ++u) {
     rowBegin_[u] = pairs;
@@ -117,15 +122,10 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
   for (size_t r = 0; r < pairs; ++r)  // pairs are in ascending expert id
     axpy(rowWeight_[r], &y2_[r * lat_], &u_[static_cast<size_t>(rowToken_[r]) * lat_], lat_);
 
-  // 6. Normalise the aggregate and project back up.
+  // 6. Normalise the aggregate and project back up; 7. the shared experts'
+  // down-projection (full width) in the same fork-join.
   for (size_t t = 0; t < n; ++t) rmsNorm(&u_[t * lat_], w.expertNorm.data(), lat_, eps_, &u_[t * lat_]);
-  linear(pool, w.upLatent, u_.data(), n, out);
-
-  // 7. Shared experts at full width.
-  linear(pool, w.sharedGate, x, n, sg_.data());
-  linear(pool, w.sharedUp, x, n, su_.data());
-  situGlu(sg_.data(), su_.data(), n * ish_, b1_, b2_, sg_.data());
-  linear(pool, w.sharedDown, sg_.data(), n, sy_.data());
+  linear(pool, {LinearJob{&w.upLatent, u_.data(), out}, LinearJob{&w.sharedDown, sg_.data(), sy_.data()}}, n);
   for (size_t i = 0; i < n * D_; ++i) out[i] += sy_[i];
 }
 
