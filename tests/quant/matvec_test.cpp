@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <initializer_list>
 #include <vector>
 
 #include "k3/io/error.h"
@@ -190,50 +191,17 @@ TEST(MatvecQ8, LargeBatchMatmulIsBitIdentical) {
   }
 }
 
-// IDOT on int4-g64 weights: every ISA vs the oracle, matmul == matvec bits,
-// and the MXFP4-only entry point refuses int4.
-TEST(MatvecQ8, Int4EveryIsaMatchesOracleAndMatmulIsBitIdentical) {
-  for (size_t cols : {64, 192, 576, 1088}) {  // 2, 6, 18, 34 groups: blocks of 4 and leftovers
-    TestWeight t = makeWeight(WeightFormat::I4G64, kRows, cols, cols + 31);
+// IDOT on `format` weights: every ISA vs the oracle, rows outside [2, 35)
+// untouched, and matmul == matvec bits for 6 vectors. `tweak` may edit the
+// weight bytes before the run.
+template <class Tweak>
+void checkQ8EveryIsa(WeightFormat format, std::initializer_list<size_t> colsList, uint64_t seed,
+                     Tweak tweak) {
+  for (size_t cols : colsList) {
+    TestWeight t = makeWeight(format, kRows, cols, cols + seed);
+    tweak(t);
     const size_t groups = cols / 32, n = 6;
-    auto X = k3test::quant::uniformFloats(n * cols, cols + 32);
-    std::vector<int8_t> Xq(n * cols);
-    std::vector<float> Xs(n * groups);
-    quantizeActivationsQ8_32(Isa::Scalar, X.data(), n * cols, Xq.data(), Xs.data());
-    for (Isa isa : k3test::quant::supportedIsas()) {
-      std::vector<float> Y(n * kRows, kSentinel);
-      matmulQ8(isa, t.view, Xq.data(), Xs.data(), n, Y.data(), 2, 35);
-      for (size_t v = 0; v < n; ++v) {
-        SCOPED_TRACE("cols=" + std::to_string(cols) + " v=" + std::to_string(v) + " " + isaName(isa));
-        Oracle o = k3test::quant::q8Oracle(t, Xq.data() + v * cols, Xs.data() + v * groups);
-        std::vector<float> y(kRows, kSentinel);
-        matvecQ8(isa, t.view, Xq.data() + v * cols, Xs.data() + v * groups, y.data(), 2, 35);
-        for (size_t r = 0; r < kRows; ++r) {
-          if (r < 2 || r >= 35) {
-            ASSERT_EQ(y[r], kSentinel);
-            continue;
-          }
-          ASSERT_NEAR(double(y[r]), o.exact[r], kQ8DotRelTol * o.absSum[r] + kAbsFloor) << "row " << r;
-          ASSERT_EQ(k3test::quant::bitsOf(Y[v * kRows + r]), k3test::quant::bitsOf(y[r])) << "row " << r;
-        }
-      }
-    }
-  }
-  TestWeight t = makeWeight(WeightFormat::I4G64, 2, 64, 1);
-  std::vector<int8_t> xq(64);
-  std::vector<float> xs(2), y(2);
-  EXPECT_THROW(matvecMxfp4Q8(t.view, xq.data(), xs.data(), y.data(), 0, 2), k3::Error);
-}
-
-// IDOT on int8-row weights: every ISA vs the oracle, matmul == matvec bits,
-// q = -128 (outside what the quantizer writes) still exact, and a column
-// count that is not a multiple of 32 refused.
-TEST(MatvecQ8, Int8RowEveryIsaMatchesOracleAndMatmulIsBitIdentical) {
-  for (size_t cols : {32, 96, 544, 1088, 7168}) {  // 1, 3, 17, 34, 224 groups
-    TestWeight t = makeWeight(WeightFormat::I8Row, kRows, cols, cols + 41);
-    t.data[3] = 0x80;
-    const size_t groups = cols / 32, n = 6;
-    auto X = k3test::quant::uniformFloats(n * cols, cols + 42);
+    auto X = k3test::quant::uniformFloats(n * cols, cols + seed + 1);
     std::vector<int8_t> Xq(n * cols);
     std::vector<float> Xs(n * groups);
     quantizeActivationsQ8_32(Isa::Scalar, X.data(), n * cols, Xq.data(), Xs.data());
@@ -257,6 +225,22 @@ TEST(MatvecQ8, Int8RowEveryIsaMatchesOracleAndMatmulIsBitIdentical) {
       }
     }
   }
+}
+
+// int4-g64: 2, 6, 18, 34 groups (blocks of 4 and leftovers); the MXFP4-only
+// entry point refuses int4.
+TEST(MatvecQ8, Int4EveryIsaMatchesOracleAndMatmulIsBitIdentical) {
+  checkQ8EveryIsa(WeightFormat::I4G64, {64, 192, 576, 1088}, 31, [](TestWeight&) {});
+  TestWeight t = makeWeight(WeightFormat::I4G64, 2, 64, 1);
+  std::vector<int8_t> xq(64);
+  std::vector<float> xs(2), y(2);
+  EXPECT_THROW(matvecMxfp4Q8(t.view, xq.data(), xs.data(), y.data(), 0, 2), k3::Error);
+}
+
+// int8 rows: 1, 3, 17, 34, 224 groups; q = -128 (outside what the quantizer
+// writes) still exact; a column count that is not a multiple of 32 refused.
+TEST(MatvecQ8, Int8RowEveryIsaMatchesOracleAndMatmulIsBitIdentical) {
+  checkQ8EveryIsa(WeightFormat::I8Row, {32, 96, 544, 1088, 7168}, 41, [](TestWeight& t) { t.data[3] = 0x80; });
   TestWeight odd = makeWeight(WeightFormat::I8Row, 2, 48, 1);
   std::vector<int8_t> xq(64);
   std::vector<float> xs(2), y(2);
