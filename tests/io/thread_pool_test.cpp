@@ -50,3 +50,18 @@ TEST(ThreadPool, HandOffsSpinningAndSleepingLoseNothing) {
   }
   for (long v : perThread) EXPECT_EQ(v, expected);
 }
+
+TEST(ThreadPool, ParallelForDynamicCoversEveryIndexOnceInGrainBlocks) {
+  for (size_t threads : {1, 2, 3}) {
+    k3::ThreadPool pool(threads);
+    for (size_t n : {0, 1, 7, 64, 1000, 1001}) {
+      std::vector<std::atomic<int>> hits(n);
+      pool.parallelForDynamic(n, [&](size_t b, size_t e) {
+        EXPECT_EQ(b % 16, 0u);  // blocks start on the grain
+        EXPECT_LT(b, e);
+        for (size_t i = b; i < e; ++i) hits[i]++;
+      }, 16);
+      for (size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
+    }
+  }
+}

@@ -105,4 +105,23 @@ void ThreadPool::parallelFor(size_t n, FunctionRef<void(size_t, size_t)> fn, siz
   run(body);
 }
 
+void ThreadPool::parallelForDynamic(size_t n, FunctionRef<void(size_t, size_t)> fn, size_t grain,
+                                    size_t blocksPerThread) {
+  if (n == 0) return;
+  grain = std::max<size_t>(1, grain);
+  const size_t grains = (n + grain - 1) / grain;
+  const size_t blocks = std::min(grains, std::max<size_t>(1, blocksPerThread) * size());
+  const size_t perBlock = (grains + blocks - 1) / blocks;  // grains per block
+  std::atomic<size_t> next{0};
+  auto body = [&](size_t, size_t) {
+    for (;;) {
+      const size_t b = next.fetch_add(1, std::memory_order_relaxed);
+      const size_t g0 = b * perBlock;
+      if (g0 >= grains) return;
+      fn(g0 * grain, std::min(n, (g0 + perBlock) * grain));
+    }
+  };
+  run(body);
+}
+
 }  // namespace k3

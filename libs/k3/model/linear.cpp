@@ -67,12 +67,12 @@ void linear(ThreadPool& pool, const WeightView& w, const float* X, size_t n, flo
   // 16-row grains keep every thread's slice on whole cache lines of Y.
   constexpr size_t kGrain = 16;
   if (!usesInt8Activations(w) || n == 0) {
-    pool.parallelFor(w.rows, [&](size_t r0, size_t r1) { f32Rows(w, X, n, Y, r0, r1); }, kGrain);
+    pool.parallelForDynamic(w.rows, [&](size_t r0, size_t r1) { f32Rows(w, X, n, Y, r0, r1); }, kGrain);
     return;
   }
   // Quantise once, before the split: every thread reads the same Xq/Xs.
   withQuantized(w, X, n, [&](const int8_t* Xq, const float* Xs) {
-    pool.parallelFor(w.rows, [&](size_t r0, size_t r1) { q8Rows(w, Xq, Xs, n, Y, r0, r1); }, kGrain);
+    pool.parallelForDynamic(w.rows, [&](size_t r0, size_t r1) { q8Rows(w, Xq, Xs, n, Y, r0, r1); }, kGrain);
   });
 }
 
@@ -121,7 +121,7 @@ void linear(ThreadPool& pool, std::initializer_list<LinearJob> jobs, size_t n) {
     sc += values / quant::kQ8Group;
   }
 
-  pool.parallelFor(first[J], [&](size_t g0, size_t g1) {
+  pool.parallelForDynamic(first[J], [&](size_t g0, size_t g1) {
     for (size_t j = 0; j < J; ++j) {
       const size_t b = std::max(g0, first[j]), e = std::min(g1, first[j + 1]);
       if (b >= e) continue;

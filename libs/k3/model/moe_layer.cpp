@@ -1,6 +1,7 @@
 #include "k3/model/moe_layer.h"
 
 #include <algorithm>
+#include <atomic>
 #include <exception>
 #include <limits>
 #include <mutex>
@@ -69,7 +70,7 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
   residency.willUse(layer, unique_.data(), unique_.size());
 
   // 4–5. Latent down-projection; gather each expert's tokens; run the experts
-  // (threads take whole experts, balanced by rows); add in ascending id.
+  // (threads take whole experts in turn); add in ascending id.
   // The projections of x that do not depend on the routing, in one
   // fork-join (in bounded residency this overlaps the expert reads).
   linear(pool, {LinearJob{&w.downLatent, x, z_.data()}, LinearJob{&w.sharedGate, x, sg_.data()},
@@ -92,15 +93,11 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
   const size_t U = unique_.size();
   if (!residency.bounded()) {
     for (size_t u = 0; u < U; ++u) acquired_[u] = &residency.mapped(layer, unique_[u]);
-    pool.run([&](size_t tid, size_t nt) {
-      // Contiguous expert ranges of about pairs/nt rows: thread t starts at
-      // the first expert whose rows begin at or after t·pairs/nt.
-      auto start = [&](size_t t) {
-        size_t u = 0;
-        while (u < U && rowBegin_[u] * nt < pairs * t) ++u;
-        return u;
-      };
-      for (size_t u = start(tid), end = start(tid + 1); u < end; ++u) runExpert(*acquired_[u], u);
+    // Threads take whole experts in turn as they finish: balanced whatever
+    // the experts' row counts and however fast each thread runs.
+    std::atomic<size_t> nextExpert{0};
+    pool.run([&](size_t, size_t) {
+      for (size_t u; (u = nextExpert.fetch_add(1, std::memory_order_relaxed)) < U;) runExpert(*acquired_[u], u);
     });
   } else {
     // Bounded: the reads started by willUse() finish in their own order;
