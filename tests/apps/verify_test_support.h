@@ -1,10 +1,10 @@
 // Locating expert tensors in a directory of safetensors shards by name (a
-// regex on the tensor names, independent of k3's tensor inventory), for the
-// k3-verify corruption tests.
+// pattern match on the tensor names written here, independent of k3's tensor
+// inventory), for the k3-verify corruption tests.
 #pragma once
 
 #include <filesystem>
-#include <regex>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -20,17 +20,42 @@ struct ExpertTensorAt {
   int layer = -1, id = -1;
 };
 
+// "...model.layers.<L>.block_sparse_moe.experts.<E>.w{1,2,3}.weight_{packed,scale}"
+// -> (L, E); false for any other name. (std::regex is avoided: GCC 12 warns
+// inside <regex> under the sanitizers.)
+inline bool matchExpertName(std::string_view name, int& layer, int& expert) {
+  auto number = [](std::string_view& s, int& v) {
+    size_t i = 0;
+    v = 0;
+    for (; i < s.size() && i < 9 && s[i] >= '0' && s[i] <= '9'; ++i) v = v * 10 + (s[i] - '0');
+    s.remove_prefix(i);
+    return i > 0;
+  };
+  auto literal = [](std::string_view& s, std::string_view lit) {
+    if (s.substr(0, lit.size()) != lit) return false;
+    s.remove_prefix(lit.size());
+    return true;
+  };
+  const size_t at = name.find("model.layers.");
+  if (at == std::string_view::npos) return false;
+  std::string_view s = name.substr(at + 13);
+  if (!number(s, layer) || !literal(s, ".block_sparse_moe.experts.") || !number(s, expert) ||
+      !literal(s, ".w") || s.empty() || s[0] < '1' || s[0] > '3')
+    return false;
+  s.remove_prefix(1);
+  return s == ".weight_packed" || s == ".weight_scale";
+}
+
 inline std::vector<ExpertTensorAt> expertTensors(const std::string& dir) {
-  static const std::regex re(R"(model\.layers\.(\d+)\.block_sparse_moe\.experts\.(\d+)\.w[123]\.weight_(packed|scale)$)");
   std::vector<ExpertTensorAt> out;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     if (e.path().extension() != ".safetensors") continue;
     auto f = k3::SafetensorsFile::open(e.path().string(), k3::SafetensorsFile::Access::HeaderOnly);
     for (const auto& t : f.tensors()) {
-      std::smatch m;
-      if (!std::regex_search(t.name, m, re)) continue;
+      int layer = 0, expert = 0;
+      if (!matchExpertName(t.name, layer, expert)) continue;
       out.push_back({e.path().filename().string(), e.path().string(), t.name, f.dataOffset() + t.begin,
-                     f.dataOffset() + t.end, std::stoi(m[1]), std::stoi(m[2])});
+                     f.dataOffset() + t.end, layer, expert});
     }
   }
   return out;
