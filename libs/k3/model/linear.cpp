@@ -1,7 +1,6 @@
 #include "k3/model/linear.h"
 
 #include <algorithm>
-#include <memory>
 #include <vector>
 
 #include "k3/io/error.h"
@@ -32,25 +31,26 @@ void q8Rows(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, fl
     quant::matmulQ8(w, Xq, Xs, n, Y, r0, r1);
 }
 
-// Quantises X ([n × w.cols]) and calls f(Xq, Xs).
-template <class F>
-void withQuantized(const WeightView& w, const float* X, size_t n, F&& f) {
-  const size_t values = n * w.cols, groups = values / quant::kQ8Group;
-  alignas(32) int8_t stackQ[kStackQ8Values];
-  alignas(32) float stackS[kStackQ8Values / quant::kQ8Group];
-  std::unique_ptr<int8_t[]> heapQ;
-  std::unique_ptr<float[]> heapS;
-  int8_t* xq = stackQ;
-  float* xs = stackS;
-  if (values > kStackQ8Values) {  // prefill only
-    heapQ.reset(new int8_t[values]);
-    heapS.reset(new float[groups]);
-    xq = heapQ.get();
-    xs = heapS.get();
+// Storage for `values` quantised activations and their group scales: on the
+// stack up to kStackQ8Values (every decode call), else on the heap.
+class Q8Buffer {
+ public:
+  explicit Q8Buffer(size_t values) {
+    if (values <= kStackQ8Values) return;
+    heapQ_.resize(values);
+    heapS_.resize(values / quant::kQ8Group);
+    q = heapQ_.data();
+    s = heapS_.data();
   }
-  quant::quantizeActivationsQ8_32(X, values, xq, xs);
-  f(static_cast<const int8_t*>(xq), static_cast<const float*>(xs));
-}
+  int8_t* q = stackQ_;
+  float* s = stackS_;
+
+ private:
+  alignas(32) int8_t stackQ_[kStackQ8Values];
+  alignas(32) float stackS_[kStackQ8Values / quant::kQ8Group];
+  std::vector<int8_t> heapQ_;
+  std::vector<float> heapS_;
+};
 
 }  // namespace
 
@@ -60,23 +60,17 @@ bool usesInt8Activations(const WeightView& w) {
 
 void linearRows(const WeightView& w, const float* X, size_t n, float* Y, size_t r0, size_t r1) {
   if (!usesInt8Activations(w) || n == 0) return f32Rows(w, X, n, Y, r0, r1);
-  withQuantized(w, X, n, [&](const int8_t* Xq, const float* Xs) { q8Rows(w, Xq, Xs, n, Y, r0, r1); });
+  Q8Buffer xq(n * w.cols);
+  quant::quantizeActivationsQ8_32(X, n * w.cols, xq.q, xq.s);
+  q8Rows(w, xq.q, xq.s, n, Y, r0, r1);
 }
 
 void linear(ThreadPool& pool, const WeightView& w, const float* X, size_t n, float* Y) {
-  // 16-row grains keep every thread's slice on whole cache lines of Y.
-  constexpr size_t kGrain = 16;
-  if (!usesInt8Activations(w) || n == 0) {
-    pool.parallelForDynamic(w.rows, [&](size_t r0, size_t r1) { f32Rows(w, X, n, Y, r0, r1); }, kGrain);
-    return;
-  }
-  // Quantise once, before the split: every thread reads the same Xq/Xs.
-  withQuantized(w, X, n, [&](const int8_t* Xq, const float* Xs) {
-    pool.parallelForDynamic(w.rows, [&](size_t r0, size_t r1) { q8Rows(w, Xq, Xs, n, Y, r0, r1); }, kGrain);
-  });
+  linear(pool, {LinearJob{&w, X, Y}}, n);
 }
 
 void linear(ThreadPool& pool, std::initializer_list<LinearJob> jobs, size_t n) {
+  // 16-row grains keep every thread's slice on whole cache lines of Y.
   constexpr size_t kGrain = 16;
   const size_t J = jobs.size();
   if (J > kMaxLinearJobs) fail(ErrorKind::Internal, "linear: ", J, " jobs > ", kMaxLinearJobs);
@@ -86,25 +80,16 @@ void linear(ThreadPool& pool, std::initializer_list<LinearJob> jobs, size_t n) {
   size_t first[kMaxLinearJobs + 1] = {0};
   for (size_t j = 0; j < J; ++j) first[j + 1] = first[j] + (job[j].w->rows + kGrain - 1) / kGrain;
 
-  // Quantised inputs, once per distinct X among the int8 jobs (decode: on
-  // the stack; bigger prefill batches on the heap, once per call).
+  // Quantised inputs, once per distinct X among the int8 jobs and before
+  // the split: every thread reads the same Xq/Xs.
   const int8_t* xq[kMaxLinearJobs] = {};
   const float* xs[kMaxLinearJobs] = {};
   size_t need = 0;
   for (size_t j = 0; j < J; ++j)
     if (usesInt8Activations(*job[j].w)) need += n * job[j].w->cols;
-  alignas(32) int8_t stackQ[kStackQ8Values];
-  alignas(32) float stackS[kStackQ8Values / quant::kQ8Group];
-  std::vector<int8_t> heapQ;
-  std::vector<float> heapS;
-  int8_t* q = stackQ;
-  float* sc = stackS;
-  if (need > kStackQ8Values) {
-    heapQ.resize(need);
-    heapS.resize(need / quant::kQ8Group);
-    q = heapQ.data();
-    sc = heapS.data();
-  }
+  Q8Buffer buffer(need);
+  int8_t* q = buffer.q;
+  float* sc = buffer.s;
   for (size_t j = 0; j < J; ++j) {
     if (!usesInt8Activations(*job[j].w)) continue;
     for (size_t i = 0; i < j && !xq[j]; ++i)
