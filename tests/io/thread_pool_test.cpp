@@ -51,12 +51,12 @@ TEST(ThreadPool, HandOffsSpinningAndSleepingLoseNothing) {
   for (long v : perThread) EXPECT_EQ(v, expected);
 }
 
-TEST(ThreadPool, ParallelForDynamicCoversEveryIndexOnceInGrainBlocks) {
+TEST(ThreadPool, ParallelForBlocksStartOnTheGrain) {
   for (size_t threads : {1, 2, 3}) {
     k3::ThreadPool pool(threads);
     for (size_t n : {0, 1, 7, 64, 1000, 1001}) {
       std::vector<std::atomic<int>> hits(n);
-      pool.parallelForDynamic(n, [&](size_t b, size_t e) {
+      pool.parallelFor(n, [&](size_t b, size_t e) {
         EXPECT_EQ(b % 16, 0u);  // blocks start on the grain
         EXPECT_LT(b, e);
         for (size_t i = b; i < e; ++i) hits[i]++;

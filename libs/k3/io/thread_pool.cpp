@@ -93,20 +93,8 @@ void ThreadPool::run(FunctionRef<void(size_t, size_t)> fn) {
   job_ = nullptr;
 }
 
-void ThreadPool::parallelFor(size_t n, FunctionRef<void(size_t, size_t)> fn, size_t grain) {
-  if (n == 0) return;
-  grain = std::max<size_t>(1, grain);
-  const size_t chunks = (n + grain - 1) / grain;
-  auto body = [&](size_t tid, size_t nthreads) {
-    const size_t c0 = chunks * tid / nthreads, c1 = chunks * (tid + 1) / nthreads;
-    const size_t b = std::min(n, c0 * grain), e = std::min(n, c1 * grain);
-    if (b < e) fn(b, e);
-  };
-  run(body);
-}
-
-void ThreadPool::parallelForDynamic(size_t n, FunctionRef<void(size_t, size_t)> fn, size_t grain,
-                                    size_t blocksPerThread) {
+void ThreadPool::parallelFor(size_t n, FunctionRef<void(size_t, size_t)> fn, size_t grain,
+                             size_t blocksPerThread) {
   if (n == 0) return;
   grain = std::max<size_t>(1, grain);
   const size_t grains = (n + grain - 1) / grain;

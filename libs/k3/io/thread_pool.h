@@ -50,17 +50,14 @@ class ThreadPool {
   // Calls fn(tid, nthreads) once on every thread (tid 0 is the caller). Blocks.
   void run(FunctionRef<void(size_t, size_t)> fn);
 
-  // Splits [0, n) into size() contiguous ranges, at multiples of `grain`,
-  // and calls fn(begin, end) for each non-empty one. Blocks.
-  void parallelFor(size_t n, FunctionRef<void(size_t, size_t)> fn, size_t grain = 1);
-
-  // The same range cut into about blocksPerThread × size() blocks (multiples
-  // of `grain`) that the threads take in turn as they finish: for work whose
-  // pieces are independent but whose threads run at different speeds (two
-  // vCPUs sharing a core, a preempted worker). Which thread runs a block is
-  // not fixed, so fn must not depend on it.
-  void parallelForDynamic(size_t n, FunctionRef<void(size_t, size_t)> fn, size_t grain = 1,
-                          size_t blocksPerThread = 4);
+  // Cuts [0, n) into about blocksPerThread × size() blocks (multiples of
+  // `grain`) that the threads take in turn as they finish, calling
+  // fn(begin, end) once per block; blocks until all are done. Taking blocks in
+  // turn rather than one fixed range per thread keeps a slower thread (two
+  // vCPUs sharing a core, a preempted worker) from holding the others at the
+  // join. Which thread runs a block is not fixed, so fn must not depend on it.
+  void parallelFor(size_t n, FunctionRef<void(size_t, size_t)> fn, size_t grain = 1,
+                   size_t blocksPerThread = 4);
 
  private:
   void workerLoop(size_t tid);

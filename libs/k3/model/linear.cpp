@@ -106,7 +106,7 @@ void linear(ThreadPool& pool, std::initializer_list<LinearJob> jobs, size_t n) {
     sc += values / quant::kQ8Group;
   }
 
-  pool.parallelForDynamic(first[J], [&](size_t g0, size_t g1) {
+  pool.parallelFor(first[J], [&](size_t g0, size_t g1) {
     for (size_t j = 0; j < J; ++j) {
       const size_t b = std::max(g0, first[j]), e = std::min(g1, first[j + 1]);
       if (b >= e) continue;
