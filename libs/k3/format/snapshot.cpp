@@ -138,11 +138,15 @@ Snapshot Snapshot::open(const std::string& dirIn) {
   std::vector<IndexedName> index;
   std::vector<std::string> files;  // shard files, first-appearance order
   std::unordered_map<std::string, uint32_t> fileNumber;
+  uint32_t last = 0;  // entries come in runs of one shard: look the name up only when it changes
   SnapshotIndex::scanFile(idxPath, [&](std::string_view name, std::string_view shard) {
-    auto [it, fresh] = fileNumber.emplace(std::string(shard), static_cast<uint32_t>(files.size()));
-    if (fresh) files.emplace_back(shard);
+    if (files.empty() || files[last] != shard) {
+      auto [it, fresh] = fileNumber.emplace(std::string(shard), static_cast<uint32_t>(files.size()));
+      if (fresh) files.emplace_back(shard);
+      last = it->second;
+    }
     IndexedName k = fingerprint(name);
-    k.shard = it->second;
+    k.shard = last;
     index.push_back(k);
   });
   if (index.empty()) fail(ErrorKind::Format, idxPath, ": weight_map is empty");
