@@ -66,16 +66,11 @@ ExpertResidency::ExpertResidency(const ModelWeights& w, uint64_t budgetBytes, Re
   for (size_t s = slots; s-- > 0;) freeSlots_.push_back(static_cast<int32_t>(s));
   slotOf_.assign(keys, -1);
   everRead_.assign(keys, 0);
-  auto closeAll = [&] {
-    for (int fd : fds_) ::close(fd);
-    for (int fd : directFds_)
-      if (fd >= 0) ::close(fd);
-  };
   for (const auto& s : w.shards()) {
     const int fd = ::open(s.path().c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
       const int err = errno;
-      closeAll();
+      closeFiles();
       failErrno(err, s.path(), "cannot open for expert reads");
     }
     fds_.push_back(fd);
@@ -95,9 +90,15 @@ ExpertResidency::~ExpertResidency() {
   }
   loadCv_.notify_all();
   for (auto& t : loaders_) t.join();
+  closeFiles();
+}
+
+void ExpertResidency::closeFiles() {
   for (int fd : fds_) ::close(fd);
   for (int fd : directFds_)
     if (fd >= 0) ::close(fd);
+  fds_.clear();
+  directFds_.clear();
 }
 
 void ExpertResidency::dropCachedExperts() const {

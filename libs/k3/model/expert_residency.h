@@ -130,6 +130,7 @@ class ExpertResidency {
   // megabytes) are dropped; nobody reads them through the cache, and a memory
   // cgroup charges them.
   void dropCachedExperts() const;
+  void closeFiles();
   size_t key(int layer, int id) const;
   const ExpertWeights& expert(size_t key) const;
   void release(int32_t slot);
