@@ -4,6 +4,7 @@
 // hidden size). Run: build/<dir>/bin/quant_bench [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 #include <emmintrin.h>
+#include <immintrin.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -103,6 +104,41 @@ void BM_StreamRead(benchmark::State& state) {
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t((e - b) * 16));
 }
 BENCHMARK(BM_StreamRead)->Threads(1)->Threads(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// The AVX2 integer-dot ALU ceiling: only vpmaddubsw (32 weight x activation
+// products each) on register data, in 8 independent chains, with
+// range(0) == 1 also the vpmaddwd widening and 32-bit add every IDOT kernel
+// needs per 32 products (0: the int16 sums are just added). No loads, no
+// decode, no scaling: no AVX2 IDOT matmul can exceed macs/s here, so the
+// runtime's prefill ceiling is this figure / the products one token needs.
+__attribute__((target("avx2"))) int32_t idotChains(size_t iters, bool widen) {
+  __m256i a = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1), acc[8];
+  __m256i b[8];
+  for (int c = 0; c < 8; ++c) {
+    acc[c] = _mm256_setzero_si256();
+    b[c] = _mm256_set1_epi8(char(c + 1));
+  }
+  for (size_t i = 0; i < iters; ++i) {
+    for (int c = 0; c < 8; ++c) {
+      __m256i p = _mm256_maddubs_epi16(a, b[c]);
+      acc[c] = widen ? _mm256_add_epi32(acc[c], _mm256_madd_epi16(p, ones)) : _mm256_add_epi16(acc[c], p);
+    }
+    __asm__ volatile("" : "+x"(a));  // keep the products inside the loop
+  }
+  __m256i s = acc[0];
+  for (int c = 1; c < 8; ++c) s = _mm256_xor_si256(s, acc[c]);
+  return _mm256_extract_epi32(s, 0);
+}
+
+void BM_IdotCeiling(benchmark::State& state) {
+  if (skipUnsupported(state, Isa::Avx2)) return;
+  constexpr size_t kIters = 1 << 16;
+  const bool widen = state.range(0) != 0;
+  for (auto _ : state) benchmark::DoNotOptimize(idotChains(kIters, widen));
+  state.counters["macs/s"] = benchmark::Counter(double(state.iterations()) * double(kIters) * 8 * 32,
+                                                benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_IdotCeiling)->Arg(0)->Arg(1)->Threads(1)->Threads(2)->UseRealTime();
 
 void BM_Matvec(benchmark::State& state, WeightFormat f, Isa isa, size_t bytes) {
   if (skipUnsupported(state, isa)) return;

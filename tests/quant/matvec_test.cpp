@@ -39,7 +39,7 @@ constexpr float kSentinel = 12345.0f;
 std::vector<size_t> colsFor(WeightFormat f) {
   switch (f) {
     case WeightFormat::I4G64: return {64, 192, 1088};
-    case WeightFormat::MXFP4: return {32, 96, 544, 1088};  // odd group counts and > 16 groups
+    case WeightFormat::MXFP4: return {32, 96, 384, 480, 544, 1088};  // 8/4-group blocks and leftovers
     default: return {1, 7, 100, 256, 1001};
   }
 }
@@ -227,10 +227,10 @@ void checkQ8EveryIsa(WeightFormat format, std::initializer_list<size_t> colsList
   }
 }
 
-// int4-g64: 2, 6, 18, 34 groups (blocks of 4 and leftovers); the MXFP4-only
+// int4-g64: 2, 6, 14, 18, 34 groups (blocks of 8, of 4 and leftovers); the MXFP4-only
 // entry point refuses int4.
 TEST(MatvecQ8, Int4EveryIsaMatchesOracleAndMatmulIsBitIdentical) {
-  checkQ8EveryIsa(WeightFormat::I4G64, {64, 192, 576, 1088}, 31, [](TestWeight&) {});
+  checkQ8EveryIsa(WeightFormat::I4G64, {64, 192, 448, 576, 1088}, 31, [](TestWeight&) {});
   TestWeight t = makeWeight(WeightFormat::I4G64, 2, 64, 1);
   std::vector<int8_t> xq(64);
   std::vector<float> xs(2), y(2);

@@ -30,6 +30,7 @@ namespace k3::quant::avx2 {
 namespace {
 
 constexpr int kVecGroup = 4;                 // vectors sharing one decode (a few spills)
+constexpr size_t kAhead = 2048;  // software prefetch distance along a row's weight bytes (see I8 kernel)
 constexpr size_t kStackActBytes = 32 << 10;  // re-laid activations up to this size live on the stack
 
 inline __m256i offsetLut() {  // doubled e2m1 + 12
@@ -150,6 +151,7 @@ struct Q8Rows {
     const __m256i factorOrder = _mm256_setr_epi32(0, 0, 2, 2, 1, 1, 3, 3);
     size_t g = 0;
     for (; g + 4 <= groups; g += 4) {
+      _mm_prefetch(reinterpret_cast<const char*>(p + 16 * g + kAhead), _MM_HINT_T0);
       // u[0]/u[1]: even/odd columns of g0 (low lane) and g1 (high lane); u[2]/u[3]: g2, g3.
       __m256i u[4];
       for (int h = 0; h < 2; ++h) {
