@@ -205,6 +205,32 @@ void BM_MatmulQ8(benchmark::State& state, WeightFormat f, Isa isa) {
       double(state.iterations()) * double(n) * double(w.rows * w.cols), benchmark::Counter::kIsRate);
 }
 
+// The same at the runtime's shapes (weights in L2, as in a prefill chunk):
+// rows x cols x n vectors from the medium preset's dense projections (int8,
+// 768 x 768, 32-token chunk) and routed experts (MXFP4 w1/w3 512 x 384 and
+// w2 384 x 512, 1-4 tokens each).
+void BM_MatmulQ8Shape(benchmark::State& state, WeightFormat f) {
+  if (skipUnsupported(state, Isa::Avx2)) return;
+  const size_t rows = size_t(state.range(0)), cols = size_t(state.range(1)), n = size_t(state.range(2));
+  WeightView w = viewFor(f, 0);
+  w.rows = rows;
+  w.cols = cols;
+  std::vector<int8_t> xq(n * cols);
+  std::vector<float> xs(n * cols / 32), Y(n * rows);
+  quantizeActivationsQ8_32(pool().x.data(), n * cols, xq.data(), xs.data());
+  for (auto _ : state) {
+    matmulQ8(Isa::Avx2, w, xq.data(), xs.data(), n, Y.data(), 0, rows);
+    benchmark::DoNotOptimize(Y.data());
+  }
+  state.counters["tok_weights/s"] = benchmark::Counter(
+      double(state.iterations()) * double(n) * double(rows * cols), benchmark::Counter::kIsRate);
+}
+BENCHMARK_CAPTURE(BM_MatmulQ8Shape, I8Row, WeightFormat::I8Row)
+    ->Args({768, 768, 1})->Args({768, 768, 32})->UseRealTime();
+BENCHMARK_CAPTURE(BM_MatmulQ8Shape, MXFP4, WeightFormat::MXFP4)
+    ->Args({512, 384, 1})->Args({512, 384, 2})->Args({512, 384, 4})->Args({384, 512, 1})
+    ->Args({384, 512, 4})->UseRealTime();
+
 void BM_QuantizeInt8(benchmark::State& state, Isa isa) {
   if (skipUnsupported(state, isa)) return;
   const size_t rows = (size_t(64) << 20) / 4 / kCols;  // 64 MiB of f32 input
