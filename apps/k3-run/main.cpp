@@ -95,7 +95,9 @@ struct EvalResult {
 
 EvalResult teacherForce(Session& s, const std::vector<int32_t>& ids, LogitsWriter* out, bool score) {
   EvalResult r;
-  const size_t V = s.vocabSize(), step = 32;
+  // One session chunk per feed: larger steps would be split again, smaller
+  // ones would cap the chunk --chunk asked for.
+  const size_t V = s.vocabSize(), step = s.chunk();
   std::vector<float> buf(step * V);
   for (size_t b = 0; b < ids.size(); b += step) {
     const size_t n = std::min(step, ids.size() - b);
@@ -140,9 +142,10 @@ void printStats(const Args& a, const Session& s, const std::string& callerJson) 
   const double expertMiB = s.residency().bytesRead() / 1048576.0;
   if (a.json) {
     std::printf(
-        "{\"prefill_tokens\":%llu,\"prefill_tok_s\":%.3f,\"decode_tokens\":%llu,\"decode_tok_s\":%.3f,"
+        "{\"prefill_tokens\":%llu,\"prefill_passes\":%llu,\"prefill_tok_s\":%.3f,\"decode_tokens\":%llu,"
+        "\"decode_tok_s\":%.3f,"
         "\"peak_rss_bytes\":%llu,\"expert_bytes_read\":%llu,\"activations\":\"%s\"%s}\n",
-        static_cast<unsigned long long>(st.prefillTokens), pf,
+        static_cast<unsigned long long>(st.prefillTokens), static_cast<unsigned long long>(st.prefillPasses), pf,
         static_cast<unsigned long long>(st.decodeTokens), dc,
         static_cast<unsigned long long>(peakRssBytes()),
         static_cast<unsigned long long>(s.residency().bytesRead()), a.activations.c_str(), extraJson.c_str());

@@ -33,6 +33,24 @@ TEST(ModelChunking, TinyChunkedPrefillEqualsTokenAtATime) {
 
 TEST(ModelChunking, SmallChunkedPrefillEqualsTokenAtATime) { expectChunkInvariant("small", 8); }
 
+// k3-run --ids feeds the session one --chunk at a time (it once fed 32
+// whatever --chunk said): the passes it reports follow --chunk, and the
+// logits do not depend on it.
+TEST(ModelChunking, RunIdsHonoursChunk) {
+  const std::string dir = container("tiny", 8);
+  const auto ids = testIds(100, 500, 4);
+  const std::string tmp = freshDir("runchunk");
+  for (auto [chunk, passes] : {std::pair{"1", 100}, std::pair{"7", 15}, std::pair{"64", 2}}) {
+    RunResult r = runTool("k3-run", {dir, "--ids", idsText(ids), "--chunk", chunk, "--json",
+                                     "--logits-out", tmp + "/" + chunk + ".f32"});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_NE(r.out.find("\"prefill_passes\":" + std::to_string(passes) + ","), std::string::npos)
+        << "--chunk " << chunk << ": " << r.out;
+  }
+  EXPECT_EQ(readFile(tmp + "/7.f32"), readFile(tmp + "/1.f32"));
+  EXPECT_EQ(readFile(tmp + "/64.f32"), readFile(tmp + "/1.f32"));
+}
+
 // The head is only computed for the last position when not all are asked for.
 TEST(ModelChunking, LastLogitsEqualTheLastRowOfAllLogits) {
   auto w = k3::model::ModelWeights::open(container("tiny", 8));

@@ -36,7 +36,8 @@ void Session::feed(std::span<const int32_t> ids, float* allLogits) {
     if (id < 0 || static_cast<size_t>(id) >= V)
       fail(ErrorKind::Usage, "token id ", id, " is outside the vocabulary [0, ", V, ")");
   const auto t0 = std::chrono::steady_clock::now();
-  for (size_t b = 0; b < ids.size(); b += forward_.maxChunk()) {
+  uint64_t passes = 0;
+  for (size_t b = 0; b < ids.size(); b += forward_.maxChunk(), ++passes) {
     const size_t n = std::min(forward_.maxChunk(), ids.size() - b);
     const bool lastChunk = b + n == ids.size();
     if (allLogits) {
@@ -55,6 +56,7 @@ void Session::feed(std::span<const int32_t> ids, float* allLogits) {
     stats_.decodeSeconds += secs;
   } else {
     stats_.prefillTokens += ids.size();
+    stats_.prefillPasses += passes;
     stats_.prefillSeconds += secs;
   }
 }

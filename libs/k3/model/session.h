@@ -26,6 +26,7 @@ struct SessionOptions {
 
 struct SessionStats {
   uint64_t prefillTokens = 0, decodeTokens = 0;
+  uint64_t prefillPasses = 0;  // layer-major passes (chunks) the prefill tokens took
   double prefillSeconds = 0, decodeSeconds = 0;
 };
 
@@ -36,6 +37,7 @@ class Session {
   const ModelWeights& weights() const { return w_; }
   const ModelConfig& config() const { return w_.config(); }
   size_t vocabSize() const { return static_cast<size_t>(w_.config().vocabSize); }
+  size_t chunk() const { return forward_.maxChunk(); }
 
   // Forgets everything: KDA state, conv windows, MLA cache, token history.
   void reset();
