@@ -7,8 +7,6 @@
 #include <mutex>
 
 #include "k3/model/linear.h"
-#include <cstdio>
-#include <cstdlib>
 #include "k3/model/ops.h"
 
 namespace k3::model {
@@ -70,7 +68,6 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
   for (size_t e = 0; e < E_; ++e)
     if (isUsed_[e]) unique_.push_back(static_cast<int>(e));
   residency.willUse(layer, unique_.data(), unique_.size());
-  if (getenv("K3_DBG_MOE")) fprintf(stderr, "moe %d n=%zu unique=%zu\n", layer, n, unique_.size());
 
   // 4–5. Latent down-projection; gather each expert's tokens; run the experts
   // (threads take whole experts in turn); add in ascending id.
