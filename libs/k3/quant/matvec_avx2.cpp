@@ -84,7 +84,7 @@ struct I8Decoder {
 // 0, so a 16-entry table of high bytes, two unpacks into column order, one
 // unpack with zero bytes and vcvtph2ps decode 8 columns: no int8 -> int32
 // sign-extends (lane-crossing) and no int -> float converts, which bounded
-// the kernel (quant_bench Matvec MXFP4 hot +10-25 %; same values, exactly).
+// the kernel (quant_bench Matvec MXFP4/int4 hot +9-14 %; same values, exactly).
 template <class BlockScale>
 struct NibbleDecoder {
   static constexpr bool kDense = false;
