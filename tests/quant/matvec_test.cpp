@@ -157,17 +157,26 @@ TEST(MatvecQ8, EveryIsaMatchesOracleAndMatmulIsBitIdentical) {
 
 // The IDOT path approximates the exact f32 one (the runtime measures the
 // quality cost end to end; here only a sanity bound on random data).
-TEST(MatvecQ8, CloseToExactPath) {
+// `q8` is the IDOT matvec under test.
+template <class Q8Matvec>
+void expectCloseToExactPath(WeightFormat format, uint64_t seed, Q8Matvec q8) {
   const size_t cols = 1088;
-  TestWeight t = makeWeight(WeightFormat::MXFP4, kRows, cols, 5);
-  auto x = k3test::quant::uniformFloats(cols, 6);
+  TestWeight t = makeWeight(format, kRows, cols, seed);
+  auto x = k3test::quant::uniformFloats(cols, seed + 1);
   std::vector<int8_t> xq(cols);
   std::vector<float> xs(cols / 32), y(kRows), yq(kRows);
   quantizeActivationsQ8_32(x.data(), cols, xq.data(), xs.data());
   matvec(t.view, x.data(), y.data(), 0, kRows);
-  matvecMxfp4Q8(t.view, xq.data(), xs.data(), yq.data(), 0, kRows);
+  q8(t.view, xq.data(), xs.data(), yq.data(), 0, kRows);
   Oracle o = oracle(t.view, x.data());
   for (size_t r = 0; r < kRows; ++r) EXPECT_NEAR(yq[r], y[r], 0.01 * o.absSum[r]) << r;
+}
+
+TEST(MatvecQ8, CloseToExactPath) {
+  expectCloseToExactPath(WeightFormat::MXFP4, 5, [](const WeightView& w, const int8_t* xq, const float* xs,
+                                                    float* y, size_t r0, size_t r1) {
+    matvecMxfp4Q8(w, xq, xs, y, r0, r1);
+  });
 }
 
 // A prefill batch big enough that the AVX2 IDOT kernel re-lays the
@@ -265,16 +274,9 @@ TEST(MatvecQ8, Int8RowScalarHandChecked) {
   EXPECT_EQ(y, expect);
 }
 
-// Close to the f32 path on random data (the runtime measures the end-to-end cost).
 TEST(MatvecQ8, Int8RowCloseToExactPath) {
-  const size_t cols = 1088;
-  TestWeight t = makeWeight(WeightFormat::I8Row, kRows, cols, 7);
-  auto x = k3test::quant::uniformFloats(cols, 8);
-  std::vector<int8_t> xq(cols);
-  std::vector<float> xs(cols / 32), y(kRows), yq(kRows);
-  quantizeActivationsQ8_32(x.data(), cols, xq.data(), xs.data());
-  matvec(t.view, x.data(), y.data(), 0, kRows);
-  matvecQ8(t.view, xq.data(), xs.data(), yq.data(), 0, kRows);
-  Oracle o = oracle(t.view, x.data());
-  for (size_t r = 0; r < kRows; ++r) EXPECT_NEAR(yq[r], y[r], 0.01 * o.absSum[r]) << r;
+  expectCloseToExactPath(WeightFormat::I8Row, 7, [](const WeightView& w, const int8_t* xq, const float* xs,
+                                                    float* y, size_t r0, size_t r1) {
+    matvecQ8(w, xq, xs, y, r0, r1);
+  });
 }
