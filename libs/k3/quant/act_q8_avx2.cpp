@@ -40,7 +40,6 @@ namespace k3::quant::avx2 {
 namespace {
 
 constexpr int kVecGroup = 4;                 // vectors sharing one decode (a few spills)
-constexpr size_t kAhead = 2048;  // software prefetch distance along a row's weight bytes (see I8 kernel)
 constexpr size_t kStackActBytes = 32 << 10;  // re-laid activations up to this size live on the stack
 
 inline __m256i offsetLut() {  // doubled e2m1 + 12
@@ -232,8 +231,8 @@ struct Q8Rows {
     };
     size_t g = 0;
     for (size_t b = 0; b < lay.blocks8; ++b, g += 8) {
-      _mm_prefetch(reinterpret_cast<const char*>(p + 16 * g + kAhead), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(p + 16 * g + 64 + kAhead), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p + 16 * g + kPrefetchAhead), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p + 16 * g + 64 + kPrefetchAhead), _MM_HINT_T0);
       block(b, g, false, fmt.factors8(r, g));  // weight-side factors, fold8 lane order
     }
     if (lay.halves) {

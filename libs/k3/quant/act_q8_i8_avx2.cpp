@@ -20,11 +20,6 @@ namespace k3::quant::avx2 {
 namespace {
 
 constexpr int kVecGroup = 4;
-// Software prefetch distance along a row's weight bytes. One row at a time is
-// one memory stream per core, which the hardware prefetcher alone keeps at
-// ~10 GB/s per core here; 2 KiB ahead measured +15-20 % from DRAM
-// (quant_bench MatvecQ8, 1 and 2 threads; 512 B-4 KiB tried).
-constexpr size_t kAhead = 2048;
 
 struct I8Q8Rows {
   const int8_t* Xq;  // [n, cols]
@@ -59,7 +54,7 @@ struct I8Q8Rows {
     };
     size_t g = 0;
     for (; g + 2 <= groups; g += 2) {
-      _mm_prefetch(reinterpret_cast<const char*>(p + kQ8Group * g + kAhead), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p + kQ8Group * g + kPrefetchAhead), _MM_HINT_T0);
       group(g, 0);
       group(g + 1, 1);
     }

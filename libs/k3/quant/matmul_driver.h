@@ -15,6 +15,13 @@
 namespace k3::quant {
 namespace {
 
+// Software prefetch distance along a row's weight bytes in the IDOT row
+// kernels. One row at a time is one memory stream per core, which the
+// hardware prefetcher alone kept at ~10 GB/s per core here; 2 KiB ahead
+// measured +10-20 % from DRAM (quant_bench MatvecQ8, 1 and 2 threads;
+// 512 B-4 KiB tried).
+constexpr size_t kPrefetchAhead = 2048;
+
 // Kernel must provide: template <int NV> void row(size_t r, size_t v0, float* out) const;
 // computing out[j] = result of row r for vector v0 + j, j < NV.
 template <int NV, class Kernel>
