@@ -93,20 +93,23 @@ void ThreadPool::run(FunctionRef<void(size_t, size_t)> fn) {
   job_ = nullptr;
 }
 
-void ThreadPool::parallelFor(size_t n, FunctionRef<void(size_t, size_t)> fn, size_t grain,
-                             size_t blocksPerThread) {
+void ThreadPool::parallelFor(size_t n, FunctionRef<void(size_t, size_t)> fn, size_t grain) {
   if (n == 0) return;
   grain = std::max<size_t>(1, grain);
   const size_t grains = (n + grain - 1) / grain;
-  const size_t blocks = std::min(grains, std::max<size_t>(1, blocksPerThread) * size());
-  const size_t perBlock = (grains + blocks - 1) / blocks;  // grains per block
+  // Guided: each take is the remaining grains / (2 x threads), at least one.
+  // Early takes are large (few atomics), the last ones a grain each, so the
+  // threads finish within about one grain of each other.
+  const size_t divisor = 2 * size();
   std::atomic<size_t> next{0};
   auto body = [&](size_t, size_t) {
+    size_t g0 = next.load(std::memory_order_relaxed);
     for (;;) {
-      const size_t b = next.fetch_add(1, std::memory_order_relaxed);
-      const size_t g0 = b * perBlock;
       if (g0 >= grains) return;
-      fn(g0 * grain, std::min(n, (g0 + perBlock) * grain));
+      const size_t take = std::max<size_t>(1, (grains - g0) / divisor);
+      if (!next.compare_exchange_weak(g0, g0 + take, std::memory_order_relaxed)) continue;
+      fn(g0 * grain, std::min(n, (g0 + take) * grain));
+      g0 = next.load(std::memory_order_relaxed);
     }
   };
   run(body);

@@ -50,14 +50,16 @@ class ThreadPool {
   // Calls fn(tid, nthreads) once on every thread (tid 0 is the caller). Blocks.
   void run(FunctionRef<void(size_t, size_t)> fn);
 
-  // Cuts [0, n) into about blocksPerThread × size() blocks (multiples of
-  // `grain`) that the threads take in turn as they finish, calling
-  // fn(begin, end) once per block; blocks until all are done. Taking blocks in
-  // turn rather than one fixed range per thread keeps a slower thread (two
-  // vCPUs sharing a core, a preempted worker) from holding the others at the
-  // join. Which thread runs a block is not fixed, so fn must not depend on it.
-  void parallelFor(size_t n, FunctionRef<void(size_t, size_t)> fn, size_t grain = 1,
-                   size_t blocksPerThread = 4);
+  // Calls fn(begin, end) on blocks of [0, n) (multiples of `grain`) that the
+  // threads take in turn as they finish, largest first (guided: a take is
+  // the remaining work / (2 x threads), down to one grain); blocks until all
+  // are done. Taking blocks in turn rather than one fixed range per thread
+  // keeps a slower thread (two vCPUs sharing a core, a preempted worker) from
+  // holding the others at the join, and the shrinking takes leave at most
+  // about one grain of imbalance with few atomic operations. Which thread
+  // runs a block, and where blocks begin, is not fixed, so fn must not depend
+  // on either.
+  void parallelFor(size_t n, FunctionRef<void(size_t, size_t)> fn, size_t grain = 1);
 
  private:
   void workerLoop(size_t tid);
