@@ -206,9 +206,9 @@ void BM_MatmulQ8(benchmark::State& state, WeightFormat f, Isa isa) {
 }
 
 // The same at the runtime's shapes (weights in L2, as in a prefill chunk):
-// rows x cols x n vectors from the medium preset's dense projections (int8,
-// 768 x 768, 32-token chunk) and routed experts (MXFP4 w1/w3 512 x 384 and
-// w2 384 x 512, 1-4 tokens each).
+// rows x cols x n vectors from the medium preset's dense projections (int8
+// at --bits 8, int4-g64 at --bits 4: 768 x 768, 32-token chunk) and routed
+// experts (MXFP4 w1/w3 512 x 384 and w2 384 x 512, 1-4 tokens each).
 void BM_MatmulQ8Shape(benchmark::State& state, WeightFormat f) {
   if (skipUnsupported(state, Isa::Avx2)) return;
   const size_t rows = size_t(state.range(0)), cols = size_t(state.range(1)), n = size_t(state.range(2));
@@ -226,6 +226,8 @@ void BM_MatmulQ8Shape(benchmark::State& state, WeightFormat f) {
       double(state.iterations()) * double(n) * double(rows * cols), benchmark::Counter::kIsRate);
 }
 BENCHMARK_CAPTURE(BM_MatmulQ8Shape, I8Row, WeightFormat::I8Row)
+    ->Args({768, 768, 1})->Args({768, 768, 32})->UseRealTime();
+BENCHMARK_CAPTURE(BM_MatmulQ8Shape, I4G64, WeightFormat::I4G64)
     ->Args({768, 768, 1})->Args({768, 768, 32})->UseRealTime();
 BENCHMARK_CAPTURE(BM_MatmulQ8Shape, MXFP4, WeightFormat::MXFP4)
     ->Args({512, 384, 1})->Args({512, 384, 2})->Args({512, 384, 3})->Args({512, 384, 4})

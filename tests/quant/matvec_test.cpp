@@ -280,3 +280,30 @@ TEST(MatvecQ8, Int8RowCloseToExactPath) {
     matvecQ8(w, xq, xs, y, r0, r1);
   });
 }
+
+// Row ranges change with the thread count and the pool's schedule, and the
+// AVX2 IDOT driver sums the lanes of 8 rows at once where it can and one row
+// at a time at a range's tail: a row's bits must not depend on which. Each
+// row alone ([r, r+1): always the one-row path) == the whole range, for 1 and
+// 3 vectors.
+TEST(MatvecQ8, RowRangeDoesNotChangeBits) {
+  for (WeightFormat f : {WeightFormat::MXFP4, WeightFormat::I4G64, WeightFormat::I8Row}) {
+    for (size_t cols : {384, 512, 768}) {
+      TestWeight t = makeWeight(f, kRows, cols, cols + 3);
+      const size_t groups = cols / 32, n = 3;
+      auto X = k3test::quant::uniformFloats(n * cols, cols + 4);
+      std::vector<int8_t> Xq(n * cols);
+      std::vector<float> Xs(n * groups);
+      quantizeActivationsQ8_32(Isa::Scalar, X.data(), n * cols, Xq.data(), Xs.data());
+      for (Isa isa : k3test::quant::supportedIsas()) {
+        SCOPED_TRACE(std::string(weightFormatName(f)) + " cols=" + std::to_string(cols) + " " + isaName(isa));
+        for (size_t nv : {size_t(1), n}) {
+          std::vector<float> whole(nv * kRows), alone(nv * kRows);
+          matmulQ8(isa, t.view, Xq.data(), Xs.data(), nv, whole.data(), 0, kRows);
+          for (size_t r = 0; r < kRows; ++r) matmulQ8(isa, t.view, Xq.data(), Xs.data(), nv, alone.data(), r, r + 1);
+          ASSERT_EQ(0, std::memcmp(whole.data(), alone.data(), whole.size() * 4)) << nv << " vectors";
+        }
+      }
+    }
+  }
+}

@@ -19,8 +19,8 @@
 // factors 2^(s-127)*0.5*xs (int4: s[g/2]*xs). A row's last 4 groups, if any,
 // are a half block with its upper lanes 0; single groups after that use
 // maddubs(|w2|, sign(xq, w2)). Everything adds into one accumulator per
-// vector, summed across lanes at the end: the same operations for every
-// vector, so matmul == matvec bit for bit.
+// vector, whose lanes the driver sums (matmul_driver_avx2.h): the same
+// operations for every vector, so matmul == matvec bit for bit.
 //
 // Against 4-group blocks (two per 8 groups, each with its own convert,
 // multiply, permute and FMA, and a hadd fold) this measured matvec +7-21 %
@@ -32,7 +32,7 @@
 
 #include "k3/quant/act_q8.h"
 #include "k3/quant/isa_kernels.h"
-#include "k3/quant/matmul_driver.h"
+#include "k3/quant/matmul_driver_avx2.h"
 #include "k3/quant/mxfp4.h"
 
 namespace k3::quant::avx2 {
@@ -55,6 +55,7 @@ inline __m256i doubledLut() {
 // What differs between the two 4-bit formats (everything else is shared).
 struct Mxfp4Format {
   static constexpr int kOffset = 12;  // offset table = doubled e2m1 + 12
+  static constexpr size_t kRowsAtOnce = 8;  // rows summed 8 at a time (matmul_driver_avx2.h)
   static __m256i offsetTable() { return offsetLut(); }
   static __m256i signedTable() { return doubledLut(); }
   const uint8_t* scales;  // ue8m0 [rows, groups]
@@ -82,6 +83,10 @@ struct Mxfp4Format {
 
 struct Int4Format {
   static constexpr int kOffset = 8;  // offset table = nibble itself (v + 8)
+  // Rows summed one at a time: eight at once measured -7 to -11 % on long
+  // rows (quant_bench MatvecQ8 I4G64 hot, 7168 columns) and +1 to +6 % at
+  // 768 columns (MatmulQ8Shape I4G64); the real model's rows are long.
+  static constexpr size_t kRowsAtOnce = 1;
   static __m256i offsetTable() {
     return _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
                             0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
@@ -187,8 +192,10 @@ struct Q8Rows {
   const uint8_t* data;
   Format fmt;
 
+  const float* rowScales = nullptr;  // none: the factors are per group
+
   template <int NV>
-  void row(size_t r, size_t v0, float* out) const {
+  void row(size_t r, size_t v0, __m256* out) const {
     const size_t groups = cols / kMxfp4Group;
     const Relaid lay(groups);
     const int8_t* xq[NV];
@@ -252,12 +259,7 @@ struct Q8Rows {
         acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_set1_ps(sw * xs[j][g]), acc[j]);
       }
     }
-    for (int j = 0; j < NV; ++j) {
-      __m128 q = _mm_add_ps(_mm256_castps256_ps128(acc[j]), _mm256_extractf128_ps(acc[j], 1));
-      q = _mm_add_ps(q, _mm_movehl_ps(q, q));
-      q = _mm_add_ss(q, _mm_movehdup_ps(q));
-      out[j] = _mm_cvtss_f32(q);
-    }
+    for (int j = 0; j < NV; ++j) out[j] = acc[j];
   }
 };
 
@@ -276,7 +278,7 @@ void runQ8(const WeightView& w, const Format& fmt, const int8_t* Xq, const float
   }
   for (size_t v = 0; v < n; ++v) relayout(Xq + v * cols, Xs + v * groups, groups, Format::kOffset, buf + v * stride);
   Q8Rows<Format> k{buf, Xs, cols, stride, static_cast<const uint8_t*>(w.data), fmt};
-  runBlocked<kVecGroup>(k, n, r0, r1, w.rows, Y);
+  runBlocked8<kVecGroup, Format::kRowsAtOnce>(k, n, r0, r1, w.rows, Y);
 }
 
 }  // namespace

@@ -8,12 +8,13 @@
 // by the NV vectors of a row.
 //
 // Each vector has two accumulators (even / odd groups, to hide FMA latency)
-// summed in a fixed order at the end, independent of NV: matmul == matvec.
+// added at the end; the driver sums the lanes and applies the row scale
+// (matmul_driver_avx2.h), independent of NV: matmul == matvec.
 #include <immintrin.h>
 
 #include "k3/quant/act_q8.h"
 #include "k3/quant/isa_kernels.h"
-#include "k3/quant/matmul_driver.h"
+#include "k3/quant/matmul_driver_avx2.h"
 
 namespace k3::quant::avx2 {
 
@@ -26,10 +27,10 @@ struct I8Q8Rows {
   const float* Xs;   // [n, cols / 32]
   size_t cols;
   const int8_t* data;
-  const float* scales;
+  const float* rowScales;  // the driver multiplies each row's finished sum
 
   template <int NV>
-  void row(size_t r, size_t v0, float* out) const {
+  void row(size_t r, size_t v0, __m256* out) const {
     const size_t groups = cols / kQ8Group;
     const int8_t* xq[NV];
     const float* xs[NV];
@@ -59,14 +60,7 @@ struct I8Q8Rows {
       group(g + 1, 1);
     }
     if (g < groups) group(g, 0);
-    const float s = scales[r];
-    for (int j = 0; j < NV; ++j) {
-      __m256 t = _mm256_add_ps(acc[j][0], acc[j][1]);
-      __m128 q = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
-      q = _mm_add_ps(q, _mm_movehl_ps(q, q));
-      q = _mm_add_ss(q, _mm_movehdup_ps(q));
-      out[j] = s * _mm_cvtss_f32(q);
-    }
+    for (int j = 0; j < NV; ++j) out[j] = _mm256_add_ps(acc[j][0], acc[j][1]);
   }
 };
 
@@ -75,7 +69,7 @@ struct I8Q8Rows {
 void matmulI8Q8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
                 size_t r0, size_t r1) {
   I8Q8Rows k{Xq, Xs, w.cols, static_cast<const int8_t*>(w.data), static_cast<const float*>(w.scales)};
-  runBlocked<kVecGroup>(k, n, r0, r1, w.rows, Y);
+  runBlocked8<kVecGroup>(k, n, r0, r1, w.rows, Y);
 }
 
 }  // namespace k3::quant::avx2
