@@ -32,14 +32,17 @@ KdaLayer::KdaLayer(const ModelConfig& c, size_t maxChunk, size_t threads)
 
 void KdaLayer::forward(const KdaWeights& w, KdaState& st, const float* x, size_t n, float* out,
                        ThreadPool& pool) {
-  // Every projection of x in one fork-join, then the decay's second factor.
+  // Every projection of x in one fork-join.
   linear(pool, {LinearJob{&w.q, x, q_.data()}, LinearJob{&w.k, x, k_.data()}, LinearJob{&w.v, x, v_.data()},
                 LinearJob{&w.g, x, g_.data()}, LinearJob{&w.fa, x, fa_.data()}, LinearJob{&w.b, x, b_.data()}},
          n);
-  linear(pool, w.fb, fa_.data(), n, f_.data());
-  // Heads are independent: each thread owns a range of heads for the chunk.
+  // Heads are independent: each thread owns a range of heads for the chunk,
+  // and first computes those heads' rows of the decay's second factor
+  // f = f_b · f_a (head h reads rows [h·d, (h+1)·d)): one fork-join less.
   pool.run([&](size_t tid, size_t nt) {
-    heads(w, st, n, H_ * tid / nt, H_ * (tid + 1) / nt, tmp_.data() + tid * 3 * d_);
+    const size_t h0 = H_ * tid / nt, h1 = H_ * (tid + 1) / nt;
+    if (h0 < h1) linearRows(w.fb, fa_.data(), n, f_.data(), h0 * d_, h1 * d_);
+    heads(w, st, n, h0, h1, tmp_.data() + tid * 3 * d_);
   });
   linear(pool, w.o, o_.data(), n, out);
 }
