@@ -233,6 +233,27 @@ BENCHMARK_CAPTURE(BM_MatmulQ8Shape, MXFP4, WeightFormat::MXFP4)
     ->Args({512, 384, 1})->Args({512, 384, 2})->Args({512, 384, 3})->Args({512, 384, 4})
     ->Args({384, 512, 1})->Args({384, 512, 2})->Args({384, 512, 4})->UseRealTime();
 
+// The f32 path (matvec / matmul) at the medium preset's BF16 shapes, which
+// stay BF16 in every container: the MoE router (608 x 768) and KDA's f_b
+// (768 x 128), one vector (decode) and a 32-token chunk; weights in L2.
+void BM_MatmulShape(benchmark::State& state, WeightFormat f) {
+  if (skipUnsupported(state, Isa::Avx2)) return;
+  const size_t rows = size_t(state.range(0)), cols = size_t(state.range(1)), n = size_t(state.range(2));
+  WeightView w = viewFor(f, 0);
+  w.rows = rows;
+  w.cols = cols;
+  std::vector<float> Y(n * rows);
+  for (auto _ : state) {
+    matmul(Isa::Avx2, w, pool().x.data(), n, Y.data(), 0, rows);
+    benchmark::DoNotOptimize(Y.data());
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(weightDataBytes(w) + weightScaleBytes(w)));
+  state.counters["tok_weights/s"] = benchmark::Counter(
+      double(state.iterations()) * double(n) * double(rows * cols), benchmark::Counter::kIsRate);
+}
+BENCHMARK_CAPTURE(BM_MatmulShape, BF16, WeightFormat::BF16)
+    ->Args({608, 768, 1})->Args({768, 128, 1})->Args({608, 768, 32})->UseRealTime();
+
 void BM_QuantizeInt8(benchmark::State& state, Isa isa) {
   if (skipUnsupported(state, isa)) return;
   const size_t rows = (size_t(64) << 20) / 4 / kCols;  // 64 MiB of f32 input
