@@ -39,15 +39,17 @@ MoeLayer::MoeLayer(const ModelConfig& c, size_t maxChunk)
       inter_(c.moeIntermediateSize), ish_(c.sharedIntermediate()), b1_(c.situBeta),
       b2_(c.situLinearBeta), eps_(c.rmsNormEps) {
   router_.resize(maxChunk * E_);
-  scores_.resize(E_);
+  scores_.resize(maxChunk * E_);
   topW_.resize(maxChunk * k_);
   topIds_.resize(maxChunk * k_);
   z_.resize(maxChunk * lat_);
   u_.resize(maxChunk * lat_);
   unique_.reserve(E_);
-  isUsed_.resize(E_);
+  slot_.resize(E_);
+  order_.resize(E_);
   const size_t pairs = maxChunk * k_;
   rowBegin_.resize(E_ + 1);
+  rowCursor_.resize(E_);
   rowToken_.resize(pairs);
   rowWeight_.resize(pairs);
   acquired_.resize(E_);
@@ -73,45 +75,70 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
     linear(pool, {LinearJob{&w.router, x, router_.data()}, LinearJob{&w.downLatent, x, z_.data()},
                   LinearJob{&w.sharedGate, x, sg_.data()}, LinearJob{&w.sharedUp, x, su_.data()}},
            n);
-  std::fill(isUsed_.begin(), isUsed_.end(), 0);
-  for (size_t t = 0; t < n; ++t) {
-    routeToken(&router_[t * E_], w.scoreBias.data(), static_cast<int>(E_), static_cast<int>(k_),
-               &topIds_[t * k_], &topW_[t * k_], scores_.data());
-    for (size_t j = 0; j < k_; ++j) isUsed_[static_cast<size_t>(topIds_[t * k_ + j])] = 1;
-  }
+  // A chunk's tokens route independently (each its own scratch scores), and
+  // with every expert mapped their shared-expert SiTU-GLU is ready too: one
+  // fork-join over the tokens for both (one token: no fork-join).
+  auto routeTokens = [&](size_t t0, size_t t1) {
+    for (size_t t = t0; t < t1; ++t) {
+      routeToken(&router_[t * E_], w.scoreBias.data(), static_cast<int>(E_), static_cast<int>(k_),
+                 &topIds_[t * k_], &topW_[t * k_], &scores_[t * E_]);
+      if (!bounded) situGlu(&sg_[t * ish_], &su_[t * ish_], ish_, b1_, b2_, &sg_[t * ish_]);
+    }
+  };
+  if (n == 1)
+    routeTokens(0, 1);
+  else
+    pool.parallelFor(n, routeTokens);
+  // The used experts ascending, and slot_[e] = the position of expert e.
+  std::fill(slot_.begin(), slot_.end(), -1);
+  for (size_t i = 0; i < n * k_; ++i) slot_[static_cast<size_t>(topIds_[i])] = 0;
   unique_.clear();
   for (size_t e = 0; e < E_; ++e)
-    if (isUsed_[e]) unique_.push_back(static_cast<int>(e));
+    if (slot_[e] == 0) {
+      slot_[e] = static_cast<int>(unique_.size());
+      unique_.push_back(static_cast<int>(e));
+    }
   residency.willUse(layer, unique_.data(), unique_.size());
 
   // 4–5. Latent down-projection; gather each expert's tokens; run the experts
   // (threads take whole experts in turn); add in ascending id.
-  if (bounded)
+  if (bounded) {
     linear(pool, {LinearJob{&w.downLatent, x, z_.data()}, LinearJob{&w.sharedGate, x, sg_.data()},
                   LinearJob{&w.sharedUp, x, su_.data()}},
            n);
-  situGlu(sg_.data(), su_.data(), n * ish_, b1_, b2_, sg_.data());
-  size_t pairs = 0;
-  for (size_t u = 0; u < unique_.size(); ++u) {
-    rowBegin_[u] = pairs;
-    for (size_t t = 0; t < n; ++t)
-      for (size_t j = 0; j < k_; ++j)
-        if (topIds_[t * k_ + j] == unique_[u]) {
-          rowToken_[pairs] = static_cast<int>(t);
-          rowWeight_[pairs] = topW_[t * k_ + j];
-          std::copy_n(&z_[t * lat_], lat_, &zg_[pairs * lat_]);
-          ++pairs;
-        }
+    situGlu(sg_.data(), su_.data(), n * ish_, b1_, b2_, sg_.data());
   }
-  rowBegin_[unique_.size()] = pairs;
+  // Pairs grouped by expert (a counting sort on slot_), tokens ascending within one.
   const size_t U = unique_.size();
+  std::fill(rowBegin_.begin(), rowBegin_.begin() + static_cast<std::ptrdiff_t>(U + 1), 0);
+  for (size_t i = 0; i < n * k_; ++i) ++rowBegin_[static_cast<size_t>(slot_[static_cast<size_t>(topIds_[i])]) + 1];
+  for (size_t u = 0; u < U; ++u) rowBegin_[u + 1] += rowBegin_[u];
+  const size_t pairs = rowBegin_[U];
+  std::copy_n(rowBegin_.begin(), U, rowCursor_.begin());
+  for (size_t t = 0; t < n; ++t)
+    for (size_t j = 0; j < k_; ++j) {
+      const size_t p = rowCursor_[static_cast<size_t>(slot_[static_cast<size_t>(topIds_[t * k_ + j])])]++;
+      rowToken_[p] = static_cast<int>(t);
+      rowWeight_[p] = topW_[t * k_ + j];
+      std::copy_n(&z_[t * lat_], lat_, &zg_[p * lat_]);
+    }
   if (!bounded) {
     for (size_t u = 0; u < U; ++u) acquired_[u] = &residency.mapped(layer, unique_[u]);
-    // Threads take whole experts in turn as they finish: balanced whatever
-    // the experts' row counts and however fast each thread runs.
+    // Threads take whole experts in turn as they finish, those with the most
+    // tokens first (a chunk's experts have 1 to ~10): balanced whatever the
+    // row counts and however fast each thread runs, and the last ones taken
+    // are the small ones.
+    for (size_t u = 0; u < U; ++u) order_[u] = static_cast<int>(u);
+    if (n > 1)
+      std::stable_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(U), [&](int a, int b) {
+        return rowBegin_[size_t(a) + 1] - rowBegin_[size_t(a)] > rowBegin_[size_t(b) + 1] - rowBegin_[size_t(b)];
+      });
     std::atomic<size_t> nextExpert{0};
     pool.run([&](size_t, size_t) {
-      for (size_t u; (u = nextExpert.fetch_add(1, std::memory_order_relaxed)) < U;) runExpert(*acquired_[u], u);
+      for (size_t i; (i = nextExpert.fetch_add(1, std::memory_order_relaxed)) < U;) {
+        const size_t u = static_cast<size_t>(order_[i]);
+        runExpert(*acquired_[u], u);
+      }
     });
   } else {
     // Bounded: the reads started by willUse() finish in their own order;

@@ -44,10 +44,11 @@ class MoeLayer {
   std::vector<float> router_, scores_, topW_, z_, u_;
   std::vector<int> topIds_;
   std::vector<int> unique_;                  // experts used by the chunk, ascending
-  std::vector<uint8_t> isUsed_;              // [E]
+  std::vector<int> slot_;                    // [E]: position in unique_, or -1
+  std::vector<int> order_;                   // positions in unique_, in the order threads take them
   // Token-expert pairs grouped by expert: rows [rowBegin_[u], rowBegin_[u+1])
   // belong to unique_[u].
-  std::vector<size_t> rowBegin_;
+  std::vector<size_t> rowBegin_, rowCursor_;
   std::vector<int> rowToken_;
   std::vector<float> rowWeight_;
   std::vector<const ExpertWeights*> acquired_;
