@@ -205,16 +205,25 @@ void BM_MatmulQ8(benchmark::State& state, WeightFormat f, Isa isa) {
       double(state.iterations()) * double(n) * double(w.rows * w.cols), benchmark::Counter::kIsRate);
 }
 
+// A `f` view of range(0) rows x range(1) columns and range(2) vectors.
+struct Shape {
+  WeightView w;
+  size_t rows, cols, n;
+};
+Shape shapeOf(const benchmark::State& state, WeightFormat f) {
+  Shape s{viewFor(f, 0), size_t(state.range(0)), size_t(state.range(1)), size_t(state.range(2))};
+  s.w.rows = s.rows;
+  s.w.cols = s.cols;
+  return s;
+}
+
 // The same at the runtime's shapes (weights in L2, as in a prefill chunk):
 // rows x cols x n vectors from the medium preset's dense projections (int8
 // at --bits 8, int4-g64 at --bits 4: 768 x 768, 32-token chunk) and routed
 // experts (MXFP4 w1/w3 512 x 384 and w2 384 x 512, 1-4 tokens each).
 void BM_MatmulQ8Shape(benchmark::State& state, WeightFormat f) {
   if (skipUnsupported(state, Isa::Avx2)) return;
-  const size_t rows = size_t(state.range(0)), cols = size_t(state.range(1)), n = size_t(state.range(2));
-  WeightView w = viewFor(f, 0);
-  w.rows = rows;
-  w.cols = cols;
+  const auto [w, rows, cols, n] = shapeOf(state, f);
   std::vector<int8_t> xq(n * cols);
   std::vector<float> xs(n * cols / 32), Y(n * rows);
   quantizeActivationsQ8_32(pool().x.data(), n * cols, xq.data(), xs.data());
@@ -238,10 +247,7 @@ BENCHMARK_CAPTURE(BM_MatmulQ8Shape, MXFP4, WeightFormat::MXFP4)
 // (768 x 128), one vector (decode) and a 32-token chunk; weights in L2.
 void BM_MatmulShape(benchmark::State& state, WeightFormat f) {
   if (skipUnsupported(state, Isa::Avx2)) return;
-  const size_t rows = size_t(state.range(0)), cols = size_t(state.range(1)), n = size_t(state.range(2));
-  WeightView w = viewFor(f, 0);
-  w.rows = rows;
-  w.cols = cols;
+  const auto [w, rows, cols, n] = shapeOf(state, f);
   std::vector<float> Y(n * rows);
   for (auto _ : state) {
     matmul(Isa::Avx2, w, pool().x.data(), n, Y.data(), 0, rows);

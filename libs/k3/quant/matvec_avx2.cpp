@@ -22,17 +22,11 @@
 #include "k3/quant/isa_kernels.h"
 #include "k3/quant/mxfp4.h"
 #include "k3/quant/quantize.h"
+#include "k3/quant/row_sums_avx2.h"
 
 namespace k3::quant::avx2 {
 
 namespace {
-
-inline float hsum(__m256 a) {
-  __m128 q = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-  q = _mm_add_ps(q, _mm_movehl_ps(q, q));
-  q = _mm_add_ss(q, _mm_movehdup_ps(q));
-  return _mm_cvtss_f32(q);
-}
 
 // ---- decoders: 32 columns (4 x 8 f32) of a row; dense formats also 8 and 1.
 
@@ -154,7 +148,7 @@ struct Tiles {
         float tail = 0.0f;
         if constexpr (Decoder::kDense)
           for (size_t t = i; t < cols; ++t) tail += x[j][t] * dec.dec1(r + rr, t);
-        out[rr * NV + j] = dec.finish(r + rr, hsum(acc[rr][j]) + tail);
+        out[rr * NV + j] = dec.finish(r + rr, rowSum(acc[rr][j]) + tail);
       }
   }
 };
