@@ -23,6 +23,7 @@
 #include "k3/model/model_weights.h"
 #include "k3/model/run_stats.h"
 #include "k3/model/sampler.h"
+#include "k3/quant/cpu_features.h"
 #include "k3/model/session.h"
 #include "k3/tok/tokenizer.h"
 
@@ -144,17 +145,19 @@ void printStats(const Args& a, const Session& s, const std::string& callerJson) 
     std::printf(
         "{\"prefill_tokens\":%llu,\"prefill_passes\":%llu,\"prefill_tok_s\":%.3f,\"decode_tokens\":%llu,"
         "\"decode_tok_s\":%.3f,"
-        "\"peak_rss_bytes\":%llu,\"expert_bytes_read\":%llu,\"activations\":\"%s\"%s}\n",
+        "\"peak_rss_bytes\":%llu,\"expert_bytes_read\":%llu,\"activations\":\"%s\",\"isa\":\"%s\"%s}\n",
         static_cast<unsigned long long>(st.prefillTokens), static_cast<unsigned long long>(st.prefillPasses), pf,
         static_cast<unsigned long long>(st.decodeTokens), dc,
         static_cast<unsigned long long>(peakRssBytes()),
-        static_cast<unsigned long long>(s.residency().bytesRead()), a.activations.c_str(), extraJson.c_str());
+        static_cast<unsigned long long>(s.residency().bytesRead()), a.activations.c_str(),
+        k3::quant::isaName(k3::quant::bestIsa()), extraJson.c_str());
   } else {
     std::fprintf(stderr,
                  "[k3-run] prefill %llu tok @ %.2f tok/s | decode %llu tok @ %.2f tok/s | peak RSS %.1f MiB | "
-                 "expert bytes read %.1f MiB\n",
+                 "expert bytes read %.1f MiB | %s kernels\n",
                  static_cast<unsigned long long>(st.prefillTokens), pf,
-                 static_cast<unsigned long long>(st.decodeTokens), dc, rssMiB, expertMiB);
+                 static_cast<unsigned long long>(st.decodeTokens), dc, rssMiB, expertMiB,
+                 k3::quant::isaName(k3::quant::bestIsa()));
     if (s.residency().bounded())
       std::fprintf(stderr, "[k3-run] experts: budget %.1f MiB, resident %.1f MiB, %llu reads (%llu O_DIRECT) "
                    "@ %.2f GB/s, compute waited %.2f s\n",

@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 
 #include "k3/model/expert_residency.h"
+#include "k3/quant/cpu_features.h"
 #include "model_fixtures.h"
 
 namespace k3test::model {
@@ -46,6 +47,10 @@ TEST(ModelChunking, RunIdsHonoursChunk) {
     ASSERT_EQ(r.exitCode, 0) << r.err;
     EXPECT_NE(r.out.find("\"prefill_passes\":" + std::to_string(passes) + ","), std::string::npos)
         << "--chunk " << chunk << ": " << r.out;
+    // The kernels' ISA is reported, and it is the one this process would pick.
+    EXPECT_NE(r.out.find(std::string("\"isa\":\"") + k3::quant::isaName(k3::quant::bestIsa()) + "\""),
+              std::string::npos)
+        << r.out;
   }
   EXPECT_EQ(readFile(tmp + "/7.f32"), readFile(tmp + "/1.f32"));
   EXPECT_EQ(readFile(tmp + "/64.f32"), readFile(tmp + "/1.f32"));
