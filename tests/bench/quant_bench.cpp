@@ -220,27 +220,32 @@ Shape shapeOf(const benchmark::State& state, WeightFormat f) {
 // The same at the runtime's shapes (weights in L2, as in a prefill chunk):
 // rows x cols x n vectors from the medium preset's dense projections (int8
 // at --bits 8, int4-g64 at --bits 4: 768 x 768, 32-token chunk) and routed
-// experts (MXFP4 w1/w3 512 x 384 and w2 384 x 512, 1-4 tokens each).
-void BM_MatmulQ8Shape(benchmark::State& state, WeightFormat f) {
-  if (skipUnsupported(state, Isa::Avx2)) return;
+// experts (MXFP4 w1/w3 512 x 384 and w2 384 x 512, 1-4 tokens each); for
+// the AVX2 and the AVX-512 VNNI kernels.
+void BM_MatmulQ8Shape(benchmark::State& state, WeightFormat f, Isa isa) {
+  if (skipUnsupported(state, isa)) return;
   const auto [w, rows, cols, n] = shapeOf(state, f);
   std::vector<int8_t> xq(n * cols);
   std::vector<float> xs(n * cols / 32), Y(n * rows);
   quantizeActivationsQ8_32(pool().x.data(), n * cols, xq.data(), xs.data());
   for (auto _ : state) {
-    matmulQ8(Isa::Avx2, w, xq.data(), xs.data(), n, Y.data(), 0, rows);
+    matmulQ8(isa, w, xq.data(), xs.data(), n, Y.data(), 0, rows);
     benchmark::DoNotOptimize(Y.data());
   }
   state.counters["tok_weights/s"] = benchmark::Counter(
       double(state.iterations()) * double(n) * double(rows * cols), benchmark::Counter::kIsRate);
 }
-BENCHMARK_CAPTURE(BM_MatmulQ8Shape, I8Row, WeightFormat::I8Row)
-    ->Args({768, 768, 1})->Args({768, 768, 32})->UseRealTime();
-BENCHMARK_CAPTURE(BM_MatmulQ8Shape, I4G64, WeightFormat::I4G64)
-    ->Args({768, 768, 1})->Args({768, 768, 32})->UseRealTime();
-BENCHMARK_CAPTURE(BM_MatmulQ8Shape, MXFP4, WeightFormat::MXFP4)
-    ->Args({512, 384, 1})->Args({512, 384, 2})->Args({512, 384, 3})->Args({512, 384, 4})
-    ->Args({384, 512, 1})->Args({384, 512, 2})->Args({384, 512, 4})->UseRealTime();
+#define K3_Q8_SHAPES(isa, name)                                                                  \
+  BENCHMARK_CAPTURE(BM_MatmulQ8Shape, I8Row/name, WeightFormat::I8Row, isa)                       \
+      ->Args({768, 768, 1})->Args({768, 768, 32})->UseRealTime();                                 \
+  BENCHMARK_CAPTURE(BM_MatmulQ8Shape, I4G64/name, WeightFormat::I4G64, isa)                       \
+      ->Args({768, 768, 1})->Args({768, 768, 32})->UseRealTime();                                 \
+  BENCHMARK_CAPTURE(BM_MatmulQ8Shape, MXFP4/name, WeightFormat::MXFP4, isa)                       \
+      ->Args({512, 384, 1})->Args({512, 384, 2})->Args({512, 384, 3})->Args({512, 384, 4})        \
+      ->Args({384, 512, 1})->Args({384, 512, 2})->Args({384, 512, 4})->UseRealTime()
+K3_Q8_SHAPES(Isa::Avx2, avx2);
+K3_Q8_SHAPES(Isa::Avx512, avx512);
+#undef K3_Q8_SHAPES
 
 // The f32 path (matvec / matmul) at the medium preset's BF16 shapes, which
 // stay BF16 in every container: the MoE router (608 x 768) and KDA's f_b

@@ -106,6 +106,7 @@ inline __m512i _mm512_add_epi32(__m512i a, __m512i b) {
   return a;
 }
 inline __m512i _mm512_and_si512(__m512i a, __m512i b) { for (int i = 0; i < 64; ++i) a.u8[i] &= b.u8[i]; return a; }
+inline __m512i _mm512_xor_si512(__m512i a, __m512i b) { for (int i = 0; i < 64; ++i) a.u8[i] ^= b.u8[i]; return a; }
 inline __m512i _mm512_or_si512(__m512i a, __m512i b) { for (int i = 0; i < 64; ++i) a.u8[i] |= b.u8[i]; return a; }
 inline __m512i _mm512_srli_epi32(__m512i a, unsigned n) { for (auto& v : a.u32) v = n > 31 ? 0 : v >> n; return a; }
 inline __m512i _mm512_slli_epi32(__m512i a, unsigned n) { for (auto& v : a.u32) v = n > 31 ? 0 : v << n; return a; }

@@ -1,52 +1,154 @@
-// AVX-512 VNNI IDOT kernel: MXFP4 weights x int8 activations (row kernel in
-// act_q8_avx512_rows.h). Two groups are 32 packed bytes; |w| is |doubled e2m1|
-// (u8, <= 12) and the factor 2^(s-127)*0.5*xs.
-#include "k3/quant/act_q8_avx512_rows.h"
+// AVX-512 VNNI IDOT kernel: MXFP4 weights x int8 activations, sixteen
+// 32-groups per step with one group per int32 lane.
+//
+// A row's packed bytes for groups c..c+15 (256 bytes, four loads) are
+// transposed with eight dword permutes so that vector k holds packed dword k
+// (columns 8k..8k+7) of every group, one group per lane; its low nibbles
+// (columns 8k+0,2,4,6) and high nibbles (8k+1,3,5,7) go through a byte table to
+// u = doubled e2m1 + 12 (u8, [0, 24]), as vpdpbusd's unsigned operand needs.
+// The activations are copied once per call into the matching order (per chunk
+// of 16 groups: the eight byte vectors, then -12 * the group's sum of xq, then
+// xs), so per vector and chunk eight vpdpbusd, started from -12*sum, leave
+// the exact integer dot of doubled e2m1 x xq of each group in its lane, and
+// one convert and one FMA apply the sixteen factors 2^(s-127)*0.5*xs at once.
+// The row's lanes are summed at the end. The same operations for every
+// vector: matmul == matvec bit for bit.
+//
+// Against two groups per step (|w| and a masked negate of xq per vector, then
+// a convert, a permute and an FMA for every two groups) this does a quarter
+// of the per-vector work (quant_bench MatmulQ8Shape, in the commit message).
+#include <cstring>
+#include <vector>
+
+#include "k3/quant/avx512_intrinsics.h"
+
+#include "k3/quant/act_q8.h"
 #include "k3/quant/isa_kernels.h"
+#include "k3/quant/matmul_driver.h"
 #include "k3/quant/mxfp4.h"
 
 namespace k3::quant::avx512 {
 
 namespace {
 
-struct Mxfp4Format {
+constexpr int kG16VecGroup = 4;
+constexpr size_t kChunkGroups = 16;
+// Per chunk and vector: 8 x 64 activation bytes, 16 int32 corrections, 16 xs.
+constexpr size_t kChunkBytes = 8 * 64 + 64 + 64;
+constexpr size_t kCorrOffset = 8 * 64, kScaleOffset = 8 * 64 + 64;
+constexpr size_t kG16StackBytes = 32 << 10;  // re-laid activations up to this size live on the stack
+constexpr int kOffset = 12;                   // table = doubled e2m1 + 12
+
+size_t chunksOf(size_t groups) { return (groups + kChunkGroups - 1) / kChunkGroups; }
+
+// One activation vector into the chunk layout above; lanes past the last
+// group are zero (activations, correction and xs), so they add exact zeros.
+void relayout(const int8_t* x, const float* xs, size_t groups, int8_t* out) {
+  std::memset(out, 0, chunksOf(groups) * kChunkBytes);
+  for (size_t g = 0; g < groups; ++g) {
+    int8_t* c = out + (g / kChunkGroups) * kChunkBytes;
+    const size_t lane = 4 * (g % kChunkGroups);
+    const int8_t* src = x + 32 * g;
+    int32_t sum = 0;
+    for (int i = 0; i < 32; ++i) sum += src[i];
+    for (int k = 0; k < 4; ++k)
+      for (int b = 0; b < 4; ++b) {
+        c[64 * k + lane + b] = src[8 * k + 2 * b];            // low nibbles
+        c[64 * (4 + k) + lane + b] = src[8 * k + 2 * b + 1];  // high nibbles
+      }
+    const int32_t corr = -kOffset * sum;
+    std::memcpy(c + kCorrOffset + lane, &corr, 4);
+    std::memcpy(c + kScaleOffset + lane, xs + g, 4);
+  }
+}
+
+struct Mxfp4G16Rows {
+  const int8_t* X;  // re-laid activations, [n, stride]
+  size_t stride;    // chunksOf(groups) * kChunkBytes
+  size_t cols;
   const uint8_t* data;    // packed e2m1 [rows, cols / 2]
   const uint8_t* scales;  // ue8m0 [rows, groups]
 
-  struct Row {
-    const uint8_t* p;
-    const uint8_t* s;
-    __m512i lutMag = _mm512_broadcast_i32x4(
-        _mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, 1, 2, 3, 4, 6, 8, 12));
-    __m512i nibMask = _mm512_set1_epi16(0x0f0f), signBit = _mm512_set1_epi8(8);
-
-    Q8Weights pair(size_t g, bool alone) const {
-      const __m256i bytes =
-          alone ? _mm256_zextsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * g)))
-                : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 * g));
-      __m512i w16 = _mm512_cvtepu8_epi16(bytes);
-      __m512i nib = _mm512_and_si512(_mm512_or_si512(w16, _mm512_slli_epi16(w16, 4)), nibMask);
-      return {_mm512_shuffle_epi8(lutMag, nib), _mm512_test_epi8_mask(nib, signBit)};
+  template <int NV>
+  void row(size_t r, size_t v0, float* out) const {
+    const size_t groups = cols / kMxfp4Group, chunks = chunksOf(groups);
+    const uint8_t* p = data + r * cols / 2;
+    const uint8_t* s = scales + r * groups;
+    __m512 acc[NV];
+    for (int j = 0; j < NV; ++j) acc[j] = _mm512_setzero_ps();
+    const __m512i lut = _mm512_broadcast_i32x4(
+        _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
+    const __m512i nib = _mm512_set1_epi8(0x0f);
+    // Level 1: dwords k and k+1 of groups 0-3 (first source) and 4-7 (second),
+    // lane 8*(k') + group; level 2: one k of all sixteen groups.
+    const __m512i lo2 = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
+    const __m512i hi2 = _mm512_setr_epi32(2, 6, 10, 14, 18, 22, 26, 30, 3, 7, 11, 15, 19, 23, 27, 31);
+    const __m512i first8 = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+    const __m512i second8 = _mm512_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+    for (size_t c = 0; c < chunks; ++c) {
+      const size_t ng = groups - kChunkGroups * c < kChunkGroups ? groups - kChunkGroups * c : kChunkGroups;
+      const uint8_t* pc = p + 16 * kChunkGroups * c;
+      __builtin_prefetch(pc + kPrefetchAhead);
+      __builtin_prefetch(pc + kPrefetchAhead + 64);
+      __builtin_prefetch(pc + kPrefetchAhead + 128);
+      __builtin_prefetch(pc + kPrefetchAhead + 192);
+      __m512i S[4];
+      for (size_t m = 0; m < 4; ++m) {
+        const size_t have = 16 * ng > 64 * m ? 16 * ng - 64 * m : 0;
+        S[m] = have >= 64 ? _mm512_loadu_si512(pc + 64 * m)
+                          : _mm512_maskz_loadu_epi8((__mmask64(1) << have) - 1, pc + 64 * m);
+      }
+      const __m512i a01 = _mm512_permutex2var_epi32(S[0], lo2, S[1]);
+      const __m512i b01 = _mm512_permutex2var_epi32(S[0], hi2, S[1]);
+      const __m512i a23 = _mm512_permutex2var_epi32(S[2], lo2, S[3]);
+      const __m512i b23 = _mm512_permutex2var_epi32(S[2], hi2, S[3]);
+      __m512i T[4] = {_mm512_permutex2var_epi32(a01, first8, a23), _mm512_permutex2var_epi32(a01, second8, a23),
+                      _mm512_permutex2var_epi32(b01, first8, b23), _mm512_permutex2var_epi32(b01, second8, b23)};
+      __m512i W[8];
+      for (int k = 0; k < 4; ++k) {
+        W[k] = _mm512_shuffle_epi8(lut, _mm512_and_si512(T[k], nib));
+        W[4 + k] = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi32(T[k], 4), nib));
+      }
+      const __mmask16 lanes = __mmask16((1u << ng) - 1);
+      const __m512 sw = _mm512_mul_ps(
+          _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(lanes, s + kChunkGroups * c)), 23)),
+          _mm512_set1_ps(0.5f));
+      for (int j = 0; j < NV; ++j) {
+        const int8_t* a = X + (v0 + j) * stride + c * kChunkBytes;
+        __m512i d0 = _mm512_loadu_si512(a + kCorrOffset), d1 = _mm512_setzero_si512();
+        d0 = _mm512_dpbusd_epi32(d0, W[0], _mm512_loadu_si512(a + 0 * 64));
+        d1 = _mm512_dpbusd_epi32(d1, W[4], _mm512_loadu_si512(a + 4 * 64));
+        d0 = _mm512_dpbusd_epi32(d0, W[1], _mm512_loadu_si512(a + 1 * 64));
+        d1 = _mm512_dpbusd_epi32(d1, W[5], _mm512_loadu_si512(a + 5 * 64));
+        d0 = _mm512_dpbusd_epi32(d0, W[2], _mm512_loadu_si512(a + 2 * 64));
+        d1 = _mm512_dpbusd_epi32(d1, W[6], _mm512_loadu_si512(a + 6 * 64));
+        d0 = _mm512_dpbusd_epi32(d0, W[3], _mm512_loadu_si512(a + 3 * 64));
+        d1 = _mm512_dpbusd_epi32(d1, W[7], _mm512_loadu_si512(a + 7 * 64));
+        const __m512 f = _mm512_mul_ps(sw, _mm512_loadu_ps(reinterpret_cast<const float*>(a + kScaleOffset)));
+        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(d0, d1)), f, acc[j]);
+      }
     }
-    template <int NV>
-    void scale(size_t g0, __mmask16 m, __m512 (&c)[NV]) const {
-      // Factor per group; masked-off lanes are 0 * 0.
-      __m512 sw = _mm512_castsi512_ps(
-          _mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, s + g0)), 23));
-      sw = _mm512_mul_ps(sw, _mm512_set1_ps(0.5f));
-      for (int j = 0; j < NV; ++j) c[j] = _mm512_mul_ps(sw, c[j]);
-    }
-    static float finish(float sum) { return sum; }
-  };
-  Row row(size_t r, size_t cols) const { return {data + r * cols / 2, scales + r * (cols / kMxfp4Group)}; }
+    for (int j = 0; j < NV; ++j) out[j] = _mm512_reduce_add_ps(acc[j]);
+  }
 };
 
 }  // namespace
 
 void matmulMxfp4Q8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
                    size_t r0, size_t r1) {
-  Mxfp4Format f{static_cast<const uint8_t*>(w.data), static_cast<const uint8_t*>(w.scales)};
-  runBlocked<kQ8VecGroup>(Q8Rows<Mxfp4Format>{Xq, Xs, w.cols, f}, n, r0, r1, w.rows, Y);
+  const size_t groups = w.cols / kQ8Group, stride = chunksOf(groups) * kChunkBytes;
+  if (n == 0 || r0 == r1) return;
+  // Decode (n == 1) never allocates; a large prefill batch uses the heap once.
+  alignas(64) int8_t stackBuf[kG16StackBytes];
+  std::vector<int8_t> heapBuf;
+  int8_t* buf = stackBuf;
+  if (n * stride > kG16StackBytes) {
+    heapBuf.resize(n * stride);
+    buf = heapBuf.data();
+  }
+  for (size_t v = 0; v < n; ++v) relayout(Xq + v * w.cols, Xs + v * groups, groups, buf + v * stride);
+  Mxfp4G16Rows k{buf, stride, w.cols, static_cast<const uint8_t*>(w.data), static_cast<const uint8_t*>(w.scales)};
+  runBlocked<kG16VecGroup>(k, n, r0, r1, w.rows, Y);
 }
 
 }  // namespace k3::quant::avx512
