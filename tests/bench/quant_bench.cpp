@@ -242,7 +242,8 @@ void BM_MatmulQ8Shape(benchmark::State& state, WeightFormat f, Isa isa) {
       ->Args({768, 768, 1})->Args({768, 768, 32})->UseRealTime();                                 \
   BENCHMARK_CAPTURE(BM_MatmulQ8Shape, MXFP4/name, WeightFormat::MXFP4, isa)                       \
       ->Args({512, 384, 1})->Args({512, 384, 2})->Args({512, 384, 3})->Args({512, 384, 4})        \
-      ->Args({384, 512, 1})->Args({384, 512, 2})->Args({384, 512, 4})->UseRealTime()
+      ->Args({512, 384, 8})->Args({384, 512, 1})->Args({384, 512, 2})->Args({384, 512, 4})        \
+      ->Args({384, 512, 8})->UseRealTime()
 K3_Q8_SHAPES(Isa::Avx2, avx2);
 K3_Q8_SHAPES(Isa::Avx512, avx512);
 #undef K3_Q8_SHAPES

@@ -82,6 +82,9 @@ inline __m512i _mm512_broadcast_i32x4(__m128i a) {
   return r;
 }
 
+inline void _mm512_storeu_si512(void* p, __m512i a) { std::memcpy(p, &a, 64); }
+inline void _mm512_storeu_ps(float* p, __m512 a) { std::memcpy(p, &a, 64); }
+
 // ---- conversions
 inline __m512i _mm512_cvtepu8_epi32(__m128i a) { __m512i r; for (int i = 0; i < 16; ++i) r.u32[i] = a.u8[i]; return r; }
 inline __m512i _mm512_cvtepi8_epi32(__m128i a) { __m512i r; for (int i = 0; i < 16; ++i) r.i32[i] = a.i8[i]; return r; }
@@ -106,6 +109,10 @@ inline __m512i _mm512_add_epi32(__m512i a, __m512i b) {
   return a;
 }
 inline __m512i _mm512_and_si512(__m512i a, __m512i b) { for (int i = 0; i < 64; ++i) a.u8[i] &= b.u8[i]; return a; }
+inline __m512i _mm512_sub_epi32(__m512i a, __m512i b) {
+  for (int i = 0; i < 16; ++i) a.u32[i] -= b.u32[i];
+  return a;
+}
 inline __m512i _mm512_xor_si512(__m512i a, __m512i b) { for (int i = 0; i < 64; ++i) a.u8[i] ^= b.u8[i]; return a; }
 inline __m512i _mm512_or_si512(__m512i a, __m512i b) { for (int i = 0; i < 64; ++i) a.u8[i] |= b.u8[i]; return a; }
 inline __m512i _mm512_srli_epi32(__m512i a, unsigned n) { for (auto& v : a.u32) v = n > 31 ? 0 : v >> n; return a; }
