@@ -23,6 +23,7 @@
 #include "k3/quant/avx512_intrinsics.h"
 
 #include "k3/quant/act_q8.h"
+#include "k3/quant/group_transpose_avx512.h"
 #include "k3/quant/isa_kernels.h"
 #include "k3/quant/matmul_driver.h"
 #include "k3/quant/mxfp4.h"
@@ -41,24 +42,6 @@ constexpr int kOffset = 12;                   // table = doubled e2m1 + 12
 
 size_t chunksOf(size_t groups) { return (groups + kChunkGroups - 1) / kChunkGroups; }
 
-// Index vectors of the 16 x 8 dword transpose in relayout(): level 1 takes
-// two sources of 2 groups x 8 dwords to 4 groups x 4 dwords (lane 4d + group),
-// level 2 to 8 groups x 2 dwords (lane 8d + group), level 3 to 16 groups x 1.
-struct TransposeIndex {
-  alignas(64) int32_t l1[2][16], l2[2][16], l3[2][16];
-  TransposeIndex() {
-    for (int h = 0; h < 2; ++h)
-      for (int l = 0; l < 16; ++l) {
-        const int d1 = 4 * h + l / 4, g1 = l % 4;  // 2 groups of 8 dwords per source
-        l1[h][l] = (g1 < 2 ? 0 : 16) + 8 * (g1 % 2) + d1;
-        const int d2 = 2 * h + l / 8, g2 = l % 8;  // 4 groups x 4 dwords per source
-        l2[h][l] = (g2 < 4 ? 0 : 16) + 4 * d2 + g2 % 4;
-        const int d3 = h, g3 = l;  // 8 groups x 2 dwords per source
-        l3[h][l] = (g3 < 8 ? 0 : 16) + 8 * d3 + g3 % 8;
-      }
-  }
-};
-
 // One activation vector into the chunk layout above; lanes past the last
 // group are zero (activations, correction and xs), so they add exact zeros.
 // Per 16 groups: one in-lane byte shuffle puts each group's 8 dwords in the
@@ -66,41 +49,28 @@ struct TransposeIndex {
 // 16 x 8 dword transpose (24 permutes) makes one vector per dword with a
 // group per lane, and vpdpbusd against 12s gives the corrections.
 void relayout(const int8_t* x, const float* xs, size_t groups, int8_t* out) {
-  static const TransposeIndex ti;
+  const GroupTranspose transpose;
   const __m512i split = _mm512_broadcast_i32x4(
       _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
-  const __m512i i1[2] = {_mm512_loadu_si512(ti.l1[0]), _mm512_loadu_si512(ti.l1[1])};
-  const __m512i i2[2] = {_mm512_loadu_si512(ti.l2[0]), _mm512_loadu_si512(ti.l2[1])};
-  const __m512i i3[2] = {_mm512_loadu_si512(ti.l3[0]), _mm512_loadu_si512(ti.l3[1])};
   const __m512i twelve = _mm512_set1_epi8(kOffset);
   constexpr int kVectorOf[8] = {0, 1, 4, 5, 2, 3, 6, 7};  // dword d of a group -> vector index
   for (size_t c = 0; c < chunksOf(groups); ++c) {
     const size_t ng = groups - kChunkGroups * c < kChunkGroups ? groups - kChunkGroups * c : kChunkGroups;
     const int8_t* src = x + 32 * kChunkGroups * c;
     int8_t* o = out + c * kChunkBytes;
-    __m512i R[8], B[8], C[8];
+    __m512i R[8], A[8];
     for (size_t m = 0; m < 8; ++m) {
       const size_t have = 32 * ng > 64 * m ? 32 * ng - 64 * m : 0;
       const __m512i v = have >= 64 ? _mm512_loadu_si512(src + 64 * m)
                                    : _mm512_maskz_loadu_epi8((__mmask64(1) << have) - 1, src + 64 * m);
       R[m] = _mm512_shuffle_epi8(v, split);
     }
-    for (int p = 0; p < 4; ++p)
-      for (int h = 0; h < 2; ++h) B[2 * p + h] = _mm512_permutex2var_epi32(R[2 * p], i1[h], R[2 * p + 1]);
-    // B[2p + h]: groups 4p..4p+3, dwords 4h..4h+3.
-    for (int q = 0; q < 2; ++q)
-      for (int h = 0; h < 2; ++h)
-        for (int e = 0; e < 2; ++e)
-          C[4 * q + 2 * h + e] = _mm512_permutex2var_epi32(B[4 * q + h], i2[e], B[4 * q + 2 + h]);
-    // C[4q + 2h + e]: groups 8q..8q+7, dwords 4h + 2e, 4h + 2e + 1.
+    transpose(R, A);
     __m512i sum = _mm512_setzero_si512();
-    for (int h = 0; h < 2; ++h)
-      for (int e = 0; e < 2; ++e)
-        for (int f = 0; f < 2; ++f) {
-          const __m512i a = _mm512_permutex2var_epi32(C[2 * h + e], i3[f], C[4 + 2 * h + e]);
-          _mm512_storeu_si512(o + 64 * kVectorOf[4 * h + 2 * e + f], a);
-          sum = _mm512_dpbusd_epi32(sum, twelve, a);
-        }
+    for (int d = 0; d < 8; ++d) {
+      _mm512_storeu_si512(o + 64 * kVectorOf[d], A[d]);
+      sum = _mm512_dpbusd_epi32(sum, twelve, A[d]);
+    }
     _mm512_storeu_si512(o + kCorrOffset, _mm512_sub_epi32(_mm512_setzero_si512(), sum));
     _mm512_storeu_ps(reinterpret_cast<float*>(o + kScaleOffset),
                      _mm512_maskz_loadu_ps(__mmask16((1u << ng) - 1), xs + kChunkGroups * c));

@@ -1,0 +1,58 @@
+// Internal: the 16 x 8 dword transpose both AVX-512 VNNI IDOT kernels use to
+// put one 32-group per int32 lane. Input: eight vectors, vector m holding
+// groups 2m (dwords 0-7) and 2m+1 (dwords 8-15); output: vector d holds dword
+// d of groups 0..15, lane = group. 24 two-source dword permutes in three
+// levels: 2 groups x 8 dwords -> 4 x 4 (lane 4d + group) -> 8 x 2 (lane
+// 8d + group) -> 16 x 1.
+// Internal linkage: included by ISA-specific TUs (see matmul_driver.h).
+#pragma once
+
+#include <cstdint>
+
+#include "k3/quant/avx512_intrinsics.h"
+
+namespace k3::quant::avx512 {
+namespace {
+
+struct GroupTransposeIndex {
+  alignas(64) int32_t l1[2][16], l2[2][16], l3[2][16];
+  constexpr GroupTransposeIndex() : l1{}, l2{}, l3{} {
+    for (int h = 0; h < 2; ++h)
+      for (int l = 0; l < 16; ++l) {
+        const int d1 = 4 * h + l / 4, g1 = l % 4;  // sources: 2 groups x 8 dwords
+        l1[h][l] = (g1 < 2 ? 0 : 16) + 8 * (g1 % 2) + d1;
+        const int d2 = 2 * h + l / 8, g2 = l % 8;  // sources: 4 groups x 4 dwords
+        l2[h][l] = (g2 < 4 ? 0 : 16) + 4 * d2 + g2 % 4;
+        l3[h][l] = (l < 8 ? 0 : 16) + 8 * h + l % 8;  // sources: 8 groups x 2 dwords
+      }
+  }
+};
+inline constexpr GroupTransposeIndex kGroupTransposeIndex{};
+
+class GroupTranspose {
+ public:
+  GroupTranspose()
+      : i1_{_mm512_loadu_si512(kGroupTransposeIndex.l1[0]), _mm512_loadu_si512(kGroupTransposeIndex.l1[1])},
+        i2_{_mm512_loadu_si512(kGroupTransposeIndex.l2[0]), _mm512_loadu_si512(kGroupTransposeIndex.l2[1])},
+        i3_{_mm512_loadu_si512(kGroupTransposeIndex.l3[0]), _mm512_loadu_si512(kGroupTransposeIndex.l3[1])} {}
+
+  void operator()(const __m512i (&in)[8], __m512i (&out)[8]) const {
+    __m512i b[8], c[8];
+    for (int p = 0; p < 4; ++p)  // b[2p + h]: groups 4p..4p+3, dwords 4h..4h+3
+      for (int h = 0; h < 2; ++h) b[2 * p + h] = _mm512_permutex2var_epi32(in[2 * p], i1_[h], in[2 * p + 1]);
+    for (int q = 0; q < 2; ++q)  // c[4q + 2h + e]: groups 8q..8q+7, dwords 4h+2e, 4h+2e+1
+      for (int h = 0; h < 2; ++h)
+        for (int e = 0; e < 2; ++e)
+          c[4 * q + 2 * h + e] = _mm512_permutex2var_epi32(b[4 * q + h], i2_[e], b[4 * q + 2 + h]);
+    for (int h = 0; h < 2; ++h)
+      for (int e = 0; e < 2; ++e)
+        for (int f = 0; f < 2; ++f)
+          out[4 * h + 2 * e + f] = _mm512_permutex2var_epi32(c[2 * h + e], i3_[f], c[4 + 2 * h + e]);
+  }
+
+ private:
+  __m512i i1_[2], i2_[2], i3_[2];
+};
+
+}  // namespace
+}  // namespace k3::quant::avx512
