@@ -71,7 +71,7 @@ struct I8PairRows {
     // Pair q into accumulator h (a compile-time constant after inlining).
     auto pair = [&](size_t q, int h) {
       const bool whole = 2 * q + 2 <= groups;
-      __builtin_prefetch(p + 64 * q + kPrefetchAhead);
+
       const __m512i w = whole ? _mm512_loadu_si512(p + 64 * q) : _mm512_maskz_loadu_epi8(0xffffffffull, p + 64 * q);
       const __m512i corr = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, c128, w));
       for (int j = 0; j < NV; ++j) {
