@@ -68,10 +68,22 @@ void rmsNorm(const float* x, const float* w, size_t n, float eps, float* out) {
 }
 
 void situGlu(const float* gate, const float* up, size_t n, float b1, float b2, float* out) {
-  const __m256 vb1 = _mm256_set1_ps(b1), vb2 = _mm256_set1_ps(b2);
+  // One division for the whole product where the plain form has five (two
+  // arguments, two tanh, σ), which bounded this loop. b·tanh(y/b) is even in b,
+  // so with v = expm1(−2|y|/|b|) ∈ (−1, 0], tanh(|y|/|b|) = −v/(v+2), and
+  // σ(g) = 1/(1+e^−g):
+  //   SiTU(g, u) = ±|b1 b2|·v1·v2 / ((v1+2)(v2+2)(1+e^−g)), sign of g·u.
+  // The denominator is ≥ 1; e^−g = +inf gives 0, as σ does.
+  const float a1 = std::fabs(b1), a2 = std::fabs(b2);
+  const __m256 k1 = _mm256_set1_ps(-2.0f / a1), k2 = _mm256_set1_ps(-2.0f / a2), ab = _mm256_set1_ps(a1 * a2);
+  const __m256 sign = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f), two = _mm256_set1_ps(2.0f);
   map2(gate, up, n, out, [&](__m256 g, __m256 u) {
-    const __m256 left = _mm256_mul_ps(_mm256_mul_ps(vb1, tanh8(_mm256_div_ps(g, vb1))), sigmoid8(g));
-    return _mm256_mul_ps(left, _mm256_mul_ps(vb2, tanh8(_mm256_div_ps(u, vb2))));
+    const __m256 v1 = expm1_8(_mm256_mul_ps(_mm256_andnot_ps(sign, g), k1));
+    const __m256 v2 = expm1_8(_mm256_mul_ps(_mm256_andnot_ps(sign, u), k2));
+    const __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), g));
+    const __m256 den = _mm256_mul_ps(_mm256_mul_ps(_mm256_add_ps(v1, two), _mm256_add_ps(v2, two)), _mm256_add_ps(one, e));
+    const __m256 r = _mm256_div_ps(_mm256_mul_ps(_mm256_mul_ps(v1, v2), ab), den);
+    return _mm256_xor_ps(r, _mm256_and_ps(_mm256_xor_ps(g, u), sign));
   });
 }
 
