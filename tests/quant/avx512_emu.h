@@ -167,6 +167,45 @@ inline __m512 _mm512_permutexvar_ps(__m512i idx, __m512 a) {
   for (int i = 0; i < 16; ++i) r.f[i] = a.f[idx.u32[i] & 15];
   return r;
 }
+inline __m512i _mm512_permutexvar_epi32(__m512i idx, __m512i a) {
+  __m512i r;
+  for (int i = 0; i < 16; ++i) r.u32[i] = a.u32[idx.u32[i] & 15];
+  return r;
+}
+// Within each 128-bit lane: dwords (qwords) of the low (high) halves of a and b interleaved.
+inline __m512i _mm512_unpacklo_epi32(__m512i a, __m512i b) {
+  __m512i r;
+  for (int l = 0; l < 4; ++l)
+    for (int i = 0; i < 2; ++i) r.u32[4 * l + 2 * i] = a.u32[4 * l + i], r.u32[4 * l + 2 * i + 1] = b.u32[4 * l + i];
+  return r;
+}
+inline __m512i _mm512_unpackhi_epi32(__m512i a, __m512i b) {
+  __m512i r;
+  for (int l = 0; l < 4; ++l)
+    for (int i = 0; i < 2; ++i) r.u32[4 * l + 2 * i] = a.u32[4 * l + 2 + i], r.u32[4 * l + 2 * i + 1] = b.u32[4 * l + 2 + i];
+  return r;
+}
+inline __m512i _mm512_unpacklo_epi64(__m512i a, __m512i b) {
+  __m512i r;
+  for (int l = 0; l < 4; ++l) {
+    std::memcpy(&r.u32[4 * l], &a.u32[4 * l], 8);
+    std::memcpy(&r.u32[4 * l + 2], &b.u32[4 * l], 8);
+  }
+  return r;
+}
+inline __m512i _mm512_unpackhi_epi64(__m512i a, __m512i b) {
+  __m512i r;
+  for (int l = 0; l < 4; ++l) {
+    std::memcpy(&r.u32[4 * l], &a.u32[4 * l + 2], 8);
+    std::memcpy(&r.u32[4 * l + 2], &b.u32[4 * l + 2], 8);
+  }
+  return r;
+}
+inline __m128i _mm_shuffle_epi8(__m128i a, __m128i b) {
+  __m128i r;
+  for (int i = 0; i < 16; ++i) r.u8[i] = (b.u8[i] & 0x80) ? 0 : a.u8[b.u8[i] & 15];
+  return r;
+}
 inline __m512i _mm512_permutex2var_epi32(__m512i a, __m512i idx, __m512i b) {
   __m512i r;
   for (int i = 0; i < 16; ++i) {

@@ -53,6 +53,8 @@ void relayout(const int8_t* x, const float* xs, size_t groups, int8_t* out) {
   const __m512i split = _mm512_broadcast_i32x4(
       _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
   const __m512i twelve = _mm512_set1_epi8(kOffset);
+  // The kernel's lane order: lane 4q + m holds group 4m + q.
+  const __m512i laneOrder = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   constexpr int kVectorOf[8] = {0, 1, 4, 5, 2, 3, 6, 7};  // dword d of a group -> vector index
   for (size_t c = 0; c < chunksOf(groups); ++c) {
     const size_t ng = groups - kChunkGroups * c < kChunkGroups ? groups - kChunkGroups * c : kChunkGroups;
@@ -66,6 +68,7 @@ void relayout(const int8_t* x, const float* xs, size_t groups, int8_t* out) {
       R[m] = _mm512_shuffle_epi8(v, split);
     }
     transpose(R, A);
+    for (int d = 0; d < 8; ++d) A[d] = _mm512_permutexvar_epi32(laneOrder, A[d]);
     __m512i sum = _mm512_setzero_si512();
     for (int d = 0; d < 8; ++d) {
       _mm512_storeu_si512(o + 64 * kVectorOf[d], A[d]);
@@ -73,7 +76,7 @@ void relayout(const int8_t* x, const float* xs, size_t groups, int8_t* out) {
     }
     _mm512_storeu_si512(o + kCorrOffset, _mm512_sub_epi32(_mm512_setzero_si512(), sum));
     _mm512_storeu_ps(reinterpret_cast<float*>(o + kScaleOffset),
-                     _mm512_maskz_loadu_ps(__mmask16((1u << ng) - 1), xs + kChunkGroups * c));
+                     _mm512_permutexvar_ps(laneOrder, _mm512_maskz_loadu_ps(__mmask16((1u << ng) - 1), xs + kChunkGroups * c)));
   }
 }
 
@@ -94,31 +97,22 @@ struct Mxfp4G16Rows {
     const __m512i lut = _mm512_broadcast_i32x4(
         _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
     const __m512i nib = _mm512_set1_epi8(0x0f);
-    // Level 1: dwords k and k+1 of groups 0-3 (first source) and 4-7 (second),
-    // lane 8*(k') + group; level 2: one k of all sixteen groups.
-    const __m512i lo2 = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
-    const __m512i hi2 = _mm512_setr_epi32(2, 6, 10, 14, 18, 22, 26, 30, 3, 7, 11, 15, 19, 23, 27, 31);
-    const __m512i first8 = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
-    const __m512i second8 = _mm512_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+    const __m128i scaleOrder = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     for (size_t c = 0; c < chunks; ++c) {
       const size_t ng = groups - kChunkGroups * c < kChunkGroups ? groups - kChunkGroups * c : kChunkGroups;
       const uint8_t* pc = p + 16 * kChunkGroups * c;
-      __builtin_prefetch(pc + kPrefetchAhead);
-      __builtin_prefetch(pc + kPrefetchAhead + 64);
-      __builtin_prefetch(pc + kPrefetchAhead + 128);
-      __builtin_prefetch(pc + kPrefetchAhead + 192);
       __m512i S[4];
       for (size_t m = 0; m < 4; ++m) {
         const size_t have = 16 * ng > 64 * m ? 16 * ng - 64 * m : 0;
         S[m] = have >= 64 ? _mm512_loadu_si512(pc + 64 * m)
                           : _mm512_maskz_loadu_epi8((__mmask64(1) << have) - 1, pc + 64 * m);
       }
-      const __m512i a01 = _mm512_permutex2var_epi32(S[0], lo2, S[1]);
-      const __m512i b01 = _mm512_permutex2var_epi32(S[0], hi2, S[1]);
-      const __m512i a23 = _mm512_permutex2var_epi32(S[2], lo2, S[3]);
-      const __m512i b23 = _mm512_permutex2var_epi32(S[2], hi2, S[3]);
-      __m512i T[4] = {_mm512_permutex2var_epi32(a01, first8, a23), _mm512_permutex2var_epi32(a01, second8, a23),
-                      _mm512_permutex2var_epi32(b01, first8, b23), _mm512_permutex2var_epi32(b01, second8, b23)};
+      // A 4 x 4 dword transpose inside each 128-bit lane: lane 4q + m of
+      // T[k] = dword k of group 4m + q.
+      const __m512i t0 = _mm512_unpacklo_epi32(S[0], S[1]), t1 = _mm512_unpackhi_epi32(S[0], S[1]);
+      const __m512i t2 = _mm512_unpacklo_epi32(S[2], S[3]), t3 = _mm512_unpackhi_epi32(S[2], S[3]);
+      const __m512i T[4] = {_mm512_unpacklo_epi64(t0, t2), _mm512_unpackhi_epi64(t0, t2),
+                            _mm512_unpacklo_epi64(t1, t3), _mm512_unpackhi_epi64(t1, t3)};
       __m512i W[8];
       for (int k = 0; k < 4; ++k) {
         W[k] = _mm512_shuffle_epi8(lut, _mm512_and_si512(T[k], nib));
@@ -126,7 +120,7 @@ struct Mxfp4G16Rows {
       }
       const __mmask16 lanes = __mmask16((1u << ng) - 1);
       const __m512 sw = _mm512_mul_ps(
-          _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(lanes, s + kChunkGroups * c)), 23)),
+          _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_shuffle_epi8(_mm_maskz_loadu_epi8(lanes, s + kChunkGroups * c), scaleOrder)), 23)),
           _mm512_set1_ps(0.5f));
       for (int j = 0; j < NV; ++j) {
         const int8_t* a = X + (v0 + j) * stride + c * kChunkBytes;
