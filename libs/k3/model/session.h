@@ -19,7 +19,7 @@ namespace k3::model {
 
 struct SessionOptions {
   size_t threads = 0;          // 0: all cores
-  size_t chunk = 32;           // prefill chunk (tokens per layer-major pass)
+  size_t chunk = 64;           // prefill chunk (tokens per layer-major pass)
   size_t maxContext = 4096;    // MLA cache capacity (positions)
   uint64_t expertBudget = 0;   // bytes of routed experts kept resident; 0 = no bound
 };
