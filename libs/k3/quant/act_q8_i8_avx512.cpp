@@ -1,23 +1,24 @@
-// AVX-512 VNNI IDOT kernel: int8-row weights x int8 activations, two
-// 32-groups (64 bytes) per step.
+// AVX-512 VNNI IDOT kernel: int8-row weights x int8 activations, eight
+// 32-groups (256 bytes) per step.
 //
+// The step's weights load as four vectors S0..S3, each 128-bit lane holding
+// four dwords of one group. A 4 x 4 dword transpose inside each 128-bit lane
+// (eight unpacks) gives T0..T3 with the same group in a given lane of all
+// four (lane 4q + m: group 2m + q/2, dwords 4(q%2) + k of Tk), so their
+// products can be summed as integers before the one convert and FMA that
+// apply xs. The activations are re-laid once per call by the same transpose.
 // vpdpbusd takes its first operand unsigned, so the activations are used as
-// xq + 128 (u8; re-laid once per call) and the weights stay signed:
-// sum (xq+128)*q = sum xq*q + 128*sum q. The correction depends on the weights
-// only: per pair one vpdpbusd of 128s against q (shared by the vectors) gives
-// per lane 128 * the sum of the four q that lane multiplies, and each
-// vector's vpdpbusd starts from its negation, leaving the exact integer
-// partial dots of q*xq (lanes 0-7 group g, 8-15 group g+1; |lane| <=
-// 4*128*127, exact in f32). One convert and one FMA apply xs, which the
-// re-layout put in each group's eight lanes. The row scale multiplies the
+// xq + 128 and the weights stay signed: sum (xq+128)*q = sum xq*q + 128*sum q;
+// the correction depends on the weights only (four vpdpbusd of 128s against
+// T0..T3, shared by the vectors), and each vector's accumulation starts from
+// its negation, leaving exact integer partial dots of q*xq (16 products a
+// lane, |lane| <= 16*128*127, exact in f32). The row scale multiplies the
 // row's summed lanes. The same operations for every vector: matmul == matvec
 // bit for bit.
 //
-// Against |q| and a masked negate of xq per vector and a permute of xs per
-// pair, this is three vector operations per pair and vector instead of five;
-// against a correction vector re-laid per vector, two loads instead of three
-// (quant_bench MatmulQ8Shape I8Row 768 x 768, 32 vectors: 58 -> 85 G/s).
-#include <cstring>
+// Per vector and 8 groups: four vpdpbusd, one convert and one FMA, and five
+// loads, where two groups per step took a vpdpbusd, a convert and an FMA for
+// every two groups (MatmulQ8Shape I8Row in the commit message).
 #include <vector>
 
 #include "k3/quant/avx512_intrinsics.h"
@@ -30,64 +31,86 @@ namespace k3::quant::avx512 {
 
 namespace {
 
-constexpr int kI8VecGroup = 4;
-constexpr size_t kPairBytes = 64 + 64;  // xq + 128, xs
-constexpr size_t kI8ScaleOffset = 64;
-// Re-laid activations up to this size live on the stack: 2 bytes per column,
-// so a decode step never allocates, even at K3's widest input (33792 columns: 66 KiB).
-constexpr size_t kI8StackBytes = 128 << 10;
+constexpr int kI8VecGroup = 8;
+constexpr size_t kSetGroups = 8;
+constexpr size_t kSetBytes = 4 * 64 + 64;  // per 8 groups and vector: 4 x 64 bytes of xq + 128, 16 xs
+constexpr size_t kSetScaleOffset = 4 * 64;
+// Re-laid activations up to this size live on the stack: 40 bytes per 32
+// columns, so a decode step never allocates, even at K3's widest input
+// (33792 columns: 41 KiB).
+constexpr size_t kI8StackBytes = 64 << 10;
 
-size_t pairsOf(size_t groups) { return (groups + 1) / 2; }
+size_t setsOf(size_t groups) { return (groups + kSetGroups - 1) / kSetGroups; }
 
-// One activation vector into the pair layout (xq + 128 as u8, then xs in
-// each group's lanes); the missing second group of an odd count is xq = 0.
+// Eight groups' bytes (256, of which 32 * ng are there, the rest zero) as
+// four vectors, transposed: lane 4q + m of out[k] = dword 4(q%2) + k of
+// group 2m + q/2.
+inline void loadSet(const int8_t* p, size_t ng, __m512i (&out)[4]) {
+  __m512i s[4];
+  for (size_t m = 0; m < 4; ++m) {
+    const size_t have = 32 * ng > 64 * m ? 32 * ng - 64 * m : 0;
+    s[m] = have >= 64 ? _mm512_loadu_si512(p + 64 * m)
+                      : _mm512_maskz_loadu_epi8((__mmask64(1) << have) - 1, p + 64 * m);
+  }
+  const __m512i t0 = _mm512_unpacklo_epi32(s[0], s[1]), t1 = _mm512_unpackhi_epi32(s[0], s[1]);
+  const __m512i t2 = _mm512_unpacklo_epi32(s[2], s[3]), t3 = _mm512_unpackhi_epi32(s[2], s[3]);
+  out[0] = _mm512_unpacklo_epi64(t0, t2);
+  out[1] = _mm512_unpackhi_epi64(t0, t2);
+  out[2] = _mm512_unpacklo_epi64(t1, t3);
+  out[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+// One activation vector into the set layout (xq + 128 as u8 in the
+// transposed order, then xs of each lane's group); missing groups are xq = 0
+// and xs = 0.
 void relayoutI8(const int8_t* x, const float* xs, size_t groups, int8_t* out) {
   const __m512i flip = _mm512_set1_epi8(char(0x80));
-  const __m512i halves = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-  for (size_t q = 0; q < pairsOf(groups); ++q) {
-    const bool whole = 2 * q + 2 <= groups;
-    const __m512i v = whole ? _mm512_loadu_si512(x + 64 * q) : _mm512_maskz_loadu_epi8(0xffffffffull, x + 64 * q);
-    int8_t* p = out + q * kPairBytes;
-    _mm512_storeu_si512(p, _mm512_xor_si512(v, flip));
-    const __m512 s2 = _mm512_maskz_loadu_ps(whole ? 0x3 : 0x1, xs + 2 * q);
-    _mm512_storeu_ps(reinterpret_cast<float*>(p + kI8ScaleOffset), _mm512_permutexvar_ps(halves, s2));
+  const __m512i groupOfLane = _mm512_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6, 1, 3, 5, 7, 1, 3, 5, 7);
+  for (size_t s = 0; s < setsOf(groups); ++s) {
+    const size_t ng = groups - kSetGroups * s < kSetGroups ? groups - kSetGroups * s : kSetGroups;
+    int8_t* o = out + s * kSetBytes;
+    __m512i a[4];
+    loadSet(x + kQ8Group * kSetGroups * s, ng, a);
+    for (int k = 0; k < 4; ++k) _mm512_storeu_si512(o + 64 * k, _mm512_xor_si512(a[k], flip));
+    const __m512 s8 = _mm512_maskz_loadu_ps(__mmask16((1u << ng) - 1), xs + kSetGroups * s);
+    _mm512_storeu_ps(reinterpret_cast<float*>(o + kSetScaleOffset), _mm512_permutexvar_ps(groupOfLane, s8));
   }
 }
 
-struct I8PairRows {
+struct I8SetRows {
   const int8_t* X;  // re-laid activations, [n, stride]
-  size_t stride;    // pairsOf(groups) * kPairBytes
+  size_t stride;    // setsOf(groups) * kSetBytes
   size_t cols;
-  const int8_t* data;    // q [rows, cols]
-  const float* scales;   // [rows]
+  const int8_t* data;   // q [rows, cols]
+  const float* scales;  // [rows]
 
   template <int NV>
   void row(size_t r, size_t v0, float* out) const {
-    const size_t groups = cols / kQ8Group, pairs = pairsOf(groups);
+    const size_t groups = cols / kQ8Group, sets = setsOf(groups);
     const int8_t* p = data + r * cols;
-    __m512 acc[NV][2];
-    for (int j = 0; j < NV; ++j) acc[j][0] = acc[j][1] = _mm512_setzero_ps();
+    __m512 acc[NV];
+    for (int j = 0; j < NV; ++j) acc[j] = _mm512_setzero_ps();
     const __m512i c128 = _mm512_set1_epi8(char(0x80)), zero = _mm512_setzero_si512();
-    // Pair q into accumulator h (a compile-time constant after inlining).
-    auto pair = [&](size_t q, int h) {
-      const bool whole = 2 * q + 2 <= groups;
-
-      const __m512i w = whole ? _mm512_loadu_si512(p + 64 * q) : _mm512_maskz_loadu_epi8(0xffffffffull, p + 64 * q);
-      const __m512i corr = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, c128, w));
+    for (size_t s = 0; s < sets; ++s) {
+      const size_t ng = groups - kSetGroups * s < kSetGroups ? groups - kSetGroups * s : kSetGroups;
+      __m512i w[4];
+      loadSet(p + kQ8Group * kSetGroups * s, ng, w);
+      __m512i corr = _mm512_dpbusd_epi32(zero, c128, w[0]);
+      corr = _mm512_dpbusd_epi32(corr, c128, w[1]);
+      corr = _mm512_dpbusd_epi32(corr, c128, w[2]);
+      corr = _mm512_dpbusd_epi32(corr, c128, w[3]);
+      corr = _mm512_sub_epi32(zero, corr);  // -128 * the lane's sum of q
       for (int j = 0; j < NV; ++j) {
-        const int8_t* a = X + (v0 + j) * stride + q * kPairBytes;
-        __m512i d = _mm512_dpbusd_epi32(corr, _mm512_loadu_si512(a), w);
-        acc[j][h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d),
-                                    _mm512_loadu_ps(reinterpret_cast<const float*>(a + kI8ScaleOffset)), acc[j][h]);
+        const int8_t* a = X + (v0 + j) * stride + s * kSetBytes;
+        __m512i d = _mm512_dpbusd_epi32(corr, _mm512_loadu_si512(a), w[0]);
+        d = _mm512_dpbusd_epi32(d, _mm512_loadu_si512(a + 64), w[1]);
+        d = _mm512_dpbusd_epi32(d, _mm512_loadu_si512(a + 128), w[2]);
+        d = _mm512_dpbusd_epi32(d, _mm512_loadu_si512(a + 192), w[3]);
+        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d),
+                                 _mm512_loadu_ps(reinterpret_cast<const float*>(a + kSetScaleOffset)), acc[j]);
       }
-    };
-    size_t q = 0;
-    for (; q + 2 <= pairs; q += 2) {
-      pair(q, 0);
-      pair(q + 1, 1);
     }
-    if (q < pairs) pair(q, 0);
-    for (int j = 0; j < NV; ++j) out[j] = scales[r] * _mm512_reduce_add_ps(_mm512_add_ps(acc[j][0], acc[j][1]));
+    for (int j = 0; j < NV; ++j) out[j] = scales[r] * _mm512_reduce_add_ps(acc[j]);
   }
 };
 
@@ -95,7 +118,7 @@ struct I8PairRows {
 
 void matmulI8Q8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
                 size_t r0, size_t r1) {
-  const size_t groups = w.cols / kQ8Group, stride = pairsOf(groups) * kPairBytes;
+  const size_t groups = w.cols / kQ8Group, stride = setsOf(groups) * kSetBytes;
   if (n == 0 || r0 == r1) return;
   // Decode (n == 1) never allocates; a large prefill batch uses the heap once.
   alignas(64) int8_t stackBuf[kI8StackBytes];
@@ -106,7 +129,7 @@ void matmulI8Q8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n
     buf = heapBuf.data();
   }
   for (size_t v = 0; v < n; ++v) relayoutI8(Xq + v * w.cols, Xs + v * groups, groups, buf + v * stride);
-  I8PairRows k{buf, stride, w.cols, static_cast<const int8_t*>(w.data), static_cast<const float*>(w.scales)};
+  I8SetRows k{buf, stride, w.cols, static_cast<const int8_t*>(w.data), static_cast<const float*>(w.scales)};
   runBlocked<kI8VecGroup>(k, n, r0, r1, w.rows, Y);
 }
 
