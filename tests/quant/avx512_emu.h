@@ -206,6 +206,36 @@ inline __m128i _mm_shuffle_epi8(__m128i a, __m128i b) {
   for (int i = 0; i < 16; ++i) r.u8[i] = (b.u8[i] & 0x80) ? 0 : a.u8[b.u8[i] & 15];
   return r;
 }
+// 128-bit lanes: result lanes 0-1 from a, 2-3 from b, each picked by 2 bits of imm.
+inline __m512 _mm512_shuffle_f32x4(__m512 a, __m512 b, int imm) {
+  __m512 r;
+  for (int l = 0; l < 4; ++l) {
+    const __m512& src = l < 2 ? a : b;
+    const int sel = (imm >> (2 * l)) & 3;
+    for (int i = 0; i < 4; ++i) r.f[4 * l + i] = src.f[4 * sel + i];
+  }
+  return r;
+}
+// Within each 128-bit lane: elements 0-1 from a, 2-3 from b, picked by imm.
+inline __m512 _mm512_shuffle_ps(__m512 a, __m512 b, int imm) {
+  __m512 r;
+  for (int l = 0; l < 4; ++l)
+    for (int i = 0; i < 4; ++i) r.f[4 * l + i] = (i < 2 ? a : b).f[4 * l + ((imm >> (2 * i)) & 3)];
+  return r;
+}
+inline __m512 _mm512_unpacklo_ps(__m512 a, __m512 b) {
+  __m512 r;
+  for (int l = 0; l < 4; ++l)
+    for (int i = 0; i < 2; ++i) r.f[4 * l + 2 * i] = a.f[4 * l + i], r.f[4 * l + 2 * i + 1] = b.f[4 * l + i];
+  return r;
+}
+inline __m512 _mm512_unpackhi_ps(__m512 a, __m512 b) {
+  __m512 r;
+  for (int l = 0; l < 4; ++l)
+    for (int i = 0; i < 2; ++i) r.f[4 * l + 2 * i] = a.f[4 * l + 2 + i], r.f[4 * l + 2 * i + 1] = b.f[4 * l + 2 + i];
+  return r;
+}
+inline float _mm512_cvtss_f32(__m512 a) { return a.f[0]; }
 inline __m512i _mm512_permutex2var_epi32(__m512i a, __m512i idx, __m512i b) {
   __m512i r;
   for (int i = 0; i < 16; ++i) {

@@ -11,7 +11,7 @@
 // xs), so per vector and chunk eight vpdpbusd, started from -12*sum, leave
 // the exact integer dot of doubled e2m1 x xq of each group in its lane, and
 // one convert and one FMA apply the sixteen factors 2^(s-127)*0.5*xs at once.
-// The row's lanes are summed at the end. The same operations for every
+// The driver sums the row's lanes (matmul_driver_avx512.h). The same operations for every
 // vector: matmul == matvec bit for bit.
 //
 // Against two groups per step (|w| and a masked negate of xq per vector, then
@@ -25,7 +25,7 @@
 #include "k3/quant/act_q8.h"
 #include "k3/quant/group_transpose_avx512.h"
 #include "k3/quant/isa_kernels.h"
-#include "k3/quant/matmul_driver.h"
+#include "k3/quant/matmul_driver_avx512.h"
 #include "k3/quant/mxfp4.h"
 
 namespace k3::quant::avx512 {
@@ -86,9 +86,10 @@ struct Mxfp4G16Rows {
   size_t cols;
   const uint8_t* data;    // packed e2m1 [rows, cols / 2]
   const uint8_t* scales;  // ue8m0 [rows, groups]
+  const float* rowScales = nullptr;  // none: the factors are per group
 
   template <int NV>
-  void row(size_t r, size_t v0, float* out) const {
+  void row(size_t r, size_t v0, __m512* out) const {
     const size_t groups = cols / kMxfp4Group, chunks = chunksOf(groups);
     const uint8_t* p = data + r * cols / 2;
     const uint8_t* s = scales + r * groups;
@@ -137,7 +138,7 @@ struct Mxfp4G16Rows {
         acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(d0, d1)), f, acc[j]);
       }
     }
-    for (int j = 0; j < NV; ++j) out[j] = _mm512_reduce_add_ps(acc[j]);
+    for (int j = 0; j < NV; ++j) out[j] = acc[j];
   }
 };
 
@@ -157,7 +158,7 @@ void matmulMxfp4Q8(const WeightView& w, const int8_t* Xq, const float* Xs, size_
   }
   for (size_t v = 0; v < n; ++v) relayout(Xq + v * w.cols, Xs + v * groups, groups, buf + v * stride);
   Mxfp4G16Rows k{buf, stride, w.cols, static_cast<const uint8_t*>(w.data), static_cast<const uint8_t*>(w.scales)};
-  runBlocked<kG16VecGroup>(k, n, r0, r1, w.rows, Y);
+  runBlocked16<kG16VecGroup>(k, n, r0, r1, w.rows, Y);
 }
 
 }  // namespace k3::quant::avx512

@@ -12,8 +12,8 @@
 // the correction depends on the weights only (four vpdpbusd of 128s against
 // T0..T3, shared by the vectors), and each vector's accumulation starts from
 // its negation, leaving exact integer partial dots of q*xq (16 products a
-// lane, |lane| <= 16*128*127, exact in f32). The row scale multiplies the
-// row's summed lanes. The same operations for every vector: matmul == matvec
+// lane, |lane| <= 16*128*127, exact in f32). The driver sums the row's
+// lanes and applies the row scale (matmul_driver_avx512.h). The same operations for every vector: matmul == matvec
 // bit for bit.
 //
 // Per vector and 8 groups: four vpdpbusd, one convert and one FMA, and five
@@ -25,7 +25,7 @@
 
 #include "k3/quant/act_q8.h"
 #include "k3/quant/isa_kernels.h"
-#include "k3/quant/matmul_driver.h"
+#include "k3/quant/matmul_driver_avx512.h"
 
 namespace k3::quant::avx512 {
 
@@ -82,10 +82,10 @@ struct I8SetRows {
   size_t stride;    // setsOf(groups) * kSetBytes
   size_t cols;
   const int8_t* data;   // q [rows, cols]
-  const float* scales;  // [rows]
+  const float* rowScales;  // [rows]: the driver multiplies each row's finished sum
 
   template <int NV>
-  void row(size_t r, size_t v0, float* out) const {
+  void row(size_t r, size_t v0, __m512* out) const {
     const size_t groups = cols / kQ8Group, sets = setsOf(groups);
     const int8_t* p = data + r * cols;
     __m512 acc[NV];
@@ -110,7 +110,7 @@ struct I8SetRows {
                                  _mm512_loadu_ps(reinterpret_cast<const float*>(a + kSetScaleOffset)), acc[j]);
       }
     }
-    for (int j = 0; j < NV; ++j) out[j] = scales[r] * _mm512_reduce_add_ps(acc[j]);
+    for (int j = 0; j < NV; ++j) out[j] = acc[j];
   }
 };
 
@@ -130,7 +130,7 @@ void matmulI8Q8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n
   }
   for (size_t v = 0; v < n; ++v) relayoutI8(Xq + v * w.cols, Xs + v * groups, groups, buf + v * stride);
   I8SetRows k{buf, stride, w.cols, static_cast<const int8_t*>(w.data), static_cast<const float*>(w.scales)};
-  runBlocked<kI8VecGroup>(k, n, r0, r1, w.rows, Y);
+  runBlocked16<kI8VecGroup>(k, n, r0, r1, w.rows, Y);
 }
 
 }  // namespace k3::quant::avx512

@@ -1,0 +1,98 @@
+// Internal: the AVX-512 IDOT kernels' loop nest (matmul_driver.h) for row
+// kernels that hand back each vector's 16-lane accumulator instead of its
+// sum. Sixteen rows' lanes are summed at once by a transpose-add (46
+// shuffles and adds for 16 rows, where a row at a time costs 8 on a latency
+// chain plus a scalar store); the routed experts' rows are one or two
+// 16-group steps long, so that tail was a large part of a row. Both
+// reductions add the same lanes in the same tree, (i, i+8), then (i, i+4),
+// (i, i+2), (0, 1), so a row's bits do not depend on which one it went
+// through (row ranges move with the thread schedule), and matmul == matvec
+// bit for bit.
+//
+// Internal linkage, AVX-512 TUs only (see matmul_driver.h).
+#pragma once
+
+#include <cstddef>
+
+#include "k3/quant/avx512_intrinsics.h"
+#include "k3/quant/matmul_driver.h"
+
+namespace k3::quant::avx512 {
+namespace {
+
+// The lanes of a summed in the fixed tree above.
+inline float rowSum16(__m512 a) {
+  const __m512 p = _mm512_add_ps(a, _mm512_shuffle_f32x4(a, a, 0xEE));  // lanes 0-7: a_i + a_(i+8)
+  const __m512 q = _mm512_add_ps(p, _mm512_shuffle_f32x4(p, p, 0x01));  // lanes 0-3: p_i + p_(i+4)
+  const __m512 r = _mm512_add_ps(q, _mm512_shuffle_ps(q, q, 0x0E));     // lanes 0-1: q_i + q_(i+2)
+  return _mm512_cvtss_f32(_mm512_add_ps(r, _mm512_shuffle_ps(r, r, 0x01)));
+}
+
+// [rowSum16(a[0]), ..., rowSum16(a[15])], the same additions sixteen rows at a time.
+inline __m512 rowSums16(const __m512* a) {
+  __m512 b[8], c[4], d[2];
+  for (int k = 0; k < 8; ++k)  // b[k] = [row 2k: p0..p7 | row 2k+1: p0..p7]
+    b[k] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], 0x44),
+                         _mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], 0xEE));
+  for (int k = 0; k < 4; ++k)  // c[k] = rows 4k..4k+3, one 128-bit lane each: q0..q3
+    c[k] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * k], b[2 * k + 1], 0x88),
+                         _mm512_shuffle_f32x4(b[2 * k], b[2 * k + 1], 0xDD));
+  for (int k = 0; k < 2; ++k)  // d[k] lane l: [row 8k+l: r0, row 8k+4+l: r0, then r1 of both]
+    d[k] = _mm512_add_ps(_mm512_unpacklo_ps(c[2 * k], c[2 * k + 1]), _mm512_unpackhi_ps(c[2 * k], c[2 * k + 1]));
+  // lane l: [rows l, 8+l, 4+l, 12+l], then into row order.
+  const __m512 e = _mm512_add_ps(_mm512_unpacklo_ps(d[0], d[1]), _mm512_unpackhi_ps(d[0], d[1]));
+  return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 1, 5, 9, 13, 3, 7, 11, 15), e);
+}
+
+// Rows in runs of 16. Kernel must provide:
+//   template <int NV> void row(size_t r, size_t v0, __m512* acc) const;
+//     acc[j] = the 16-lane partial sums of row r for vector v0 + j, j < NV;
+//   const float* rowScales;  // multiplies each finished row sum, or nullptr.
+template <int NV, class Kernel>
+inline void runVectorGroup16(const Kernel& k, size_t v0, size_t rb, size_t re, size_t rows, float* Y) {
+  constexpr size_t kRows = 16;
+  for (size_t r = rb; r < re; r += kRows) {
+    const size_t m = re - r < kRows ? re - r : kRows;
+    __m512 acc[NV][kRows];
+    for (size_t i = 0; i < m; ++i) {
+      __m512 a[NV];
+      k.template row<NV>(r + i, v0, a);
+      for (int j = 0; j < NV; ++j) acc[j][i] = a[j];
+    }
+    for (int j = 0; j < NV; ++j) {
+      float* y = Y + (v0 + j) * rows + r;
+      if (m == kRows) {
+        __m512 s = rowSums16(acc[j]);
+        if (k.rowScales) s = _mm512_mul_ps(_mm512_loadu_ps(k.rowScales + r), s);
+        _mm512_storeu_ps(y, s);
+      } else {
+        for (size_t i = 0; i < m; ++i) {
+          const float s = rowSum16(acc[j][i]);
+          y[i] = k.rowScales ? k.rowScales[r + i] * s : s;
+        }
+      }
+    }
+  }
+}
+
+template <int NV, class Kernel>
+inline void runRest16(const Kernel& k, size_t v, size_t rest, size_t rb, size_t re, size_t rows, float* Y) {
+  if constexpr (NV >= 1) {
+    if (rest == size_t(NV)) return runVectorGroup16<NV>(k, v, rb, re, rows, Y);
+    runRest16<NV - 1>(k, v, rest, rb, re, rows, Y);
+  }
+}
+
+template <int NVMAX, class Kernel>
+inline void runBlocked16(const Kernel& k, size_t n, size_t r0, size_t r1, size_t rows, float* Y) {
+  static_assert(NVMAX >= 1 && NVMAX <= 8);
+  for (size_t rb = r0; rb < r1; rb += kRowBlock) {
+    const size_t re = rb + kRowBlock < r1 ? rb + kRowBlock : r1;
+    size_t v = 0;
+    for (; v + NVMAX <= n; v += NVMAX) runVectorGroup16<NVMAX>(k, v, rb, re, rows, Y);
+    runRest16<NVMAX - 1>(k, v, n - v, rb, re, rows, Y);
+  }
+}
+
+}  // namespace
+}  // namespace k3::quant::avx512
