@@ -34,23 +34,19 @@ inline void runVectorGroup(const Kernel& k, size_t v0, size_t rb, size_t re, siz
   }
 }
 
-// The vectors after the last full group of NVMAX, in one group of their own.
-template <int NV, class Kernel>
-inline void runRest(const Kernel& k, size_t v, size_t rest, size_t rb, size_t re, size_t rows, float* Y) {
-  if constexpr (NV >= 1) {
-    if (rest == size_t(NV)) return runVectorGroup<NV>(k, v, rb, re, rows, Y);
-    runRest<NV - 1>(k, v, rest, rb, re, rows, Y);
-  }
-}
-
 template <int NVMAX, class Kernel>
 inline void runBlocked(const Kernel& k, size_t n, size_t r0, size_t r1, size_t rows, float* Y) {
-  static_assert(NVMAX >= 1 && NVMAX <= 8);
+  static_assert(NVMAX >= 1 && NVMAX <= 4);
   for (size_t rb = r0; rb < r1; rb += kRowBlock) {
     size_t re = rb + kRowBlock < r1 ? rb + kRowBlock : r1;
     size_t v = 0;
     for (; v + NVMAX <= n; v += NVMAX) runVectorGroup<NVMAX>(k, v, rb, re, rows, Y);
-    runRest<NVMAX - 1>(k, v, n - v, rb, re, rows, Y);
+    switch (n - v) {
+      case 3: if constexpr (NVMAX > 3) runVectorGroup<3>(k, v, rb, re, rows, Y); break;
+      case 2: if constexpr (NVMAX > 2) runVectorGroup<2>(k, v, rb, re, rows, Y); break;
+      case 1: if constexpr (NVMAX > 1) runVectorGroup<1>(k, v, rb, re, rows, Y); break;
+      default: break;
+    }
   }
 }
 
