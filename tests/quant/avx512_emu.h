@@ -223,17 +223,12 @@ inline __m512 _mm512_shuffle_ps(__m512 a, __m512 b, int imm) {
     for (int i = 0; i < 4; ++i) r.f[4 * l + i] = (i < 2 ? a : b).f[4 * l + ((imm >> (2 * i)) & 3)];
   return r;
 }
+inline __m512i _mm512_castps_si512(__m512 a) { __m512i r; std::memcpy(&r, &a, 64); return r; }
 inline __m512 _mm512_unpacklo_ps(__m512 a, __m512 b) {
-  __m512 r;
-  for (int l = 0; l < 4; ++l)
-    for (int i = 0; i < 2; ++i) r.f[4 * l + 2 * i] = a.f[4 * l + i], r.f[4 * l + 2 * i + 1] = b.f[4 * l + i];
-  return r;
+  return _mm512_castsi512_ps(_mm512_unpacklo_epi32(_mm512_castps_si512(a), _mm512_castps_si512(b)));
 }
 inline __m512 _mm512_unpackhi_ps(__m512 a, __m512 b) {
-  __m512 r;
-  for (int l = 0; l < 4; ++l)
-    for (int i = 0; i < 2; ++i) r.f[4 * l + 2 * i] = a.f[4 * l + 2 + i], r.f[4 * l + 2 * i + 1] = b.f[4 * l + 2 + i];
-  return r;
+  return _mm512_castsi512_ps(_mm512_unpackhi_epi32(_mm512_castps_si512(a), _mm512_castps_si512(b)));
 }
 inline float _mm512_cvtss_f32(__m512 a) { return a.f[0]; }
 inline __m512i _mm512_permutex2var_epi32(__m512i a, __m512i idx, __m512i b) {

@@ -28,7 +28,6 @@
 // medium preset's shapes within noise.
 #include <immintrin.h>
 
-#include <vector>
 
 #include "k3/quant/act_q8.h"
 #include "k3/quant/isa_kernels.h"
@@ -268,14 +267,8 @@ void runQ8(const WeightView& w, const Format& fmt, const int8_t* Xq, const float
            float* Y, size_t r0, size_t r1) {
   const size_t cols = w.cols, groups = cols / kQ8Group, stride = Relaid(groups).bytes(groups);
   if (n == 0 || r0 == r1) return;
-  // Decode (n == 1) never allocates; a large prefill batch uses the heap once.
-  alignas(32) int8_t stackBuf[kStackActBytes];
-  std::vector<int8_t> heapBuf;
-  int8_t* buf = stackBuf;
-  if (n * stride > kStackActBytes) {
-    heapBuf.resize(n * stride);
-    buf = heapBuf.data();
-  }
+  RelaidActivations<kStackActBytes> relaid(n * stride);
+  int8_t* buf = relaid.data();
   for (size_t v = 0; v < n; ++v) relayout(Xq + v * cols, Xs + v * groups, groups, Format::kOffset, buf + v * stride);
   Q8Rows<Format> k{buf, Xs, cols, stride, static_cast<const uint8_t*>(w.data), fmt};
   runBlocked8<kVecGroup, Format::kRowsAtOnce>(k, n, r0, r1, w.rows, Y);

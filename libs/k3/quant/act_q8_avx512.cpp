@@ -18,7 +18,6 @@
 // a convert, a permute and an FMA for every two groups) this does a quarter
 // of the per-vector work (quant_bench MatmulQ8Shape, in the commit message).
 #include <cstring>
-#include <vector>
 
 #include "k3/quant/avx512_intrinsics.h"
 
@@ -102,18 +101,9 @@ struct Mxfp4G16Rows {
     for (size_t c = 0; c < chunks; ++c) {
       const size_t ng = groups - kChunkGroups * c < kChunkGroups ? groups - kChunkGroups * c : kChunkGroups;
       const uint8_t* pc = p + 16 * kChunkGroups * c;
-      __m512i S[4];
-      for (size_t m = 0; m < 4; ++m) {
-        const size_t have = 16 * ng > 64 * m ? 16 * ng - 64 * m : 0;
-        S[m] = have >= 64 ? _mm512_loadu_si512(pc + 64 * m)
-                          : _mm512_maskz_loadu_epi8((__mmask64(1) << have) - 1, pc + 64 * m);
-      }
-      // A 4 x 4 dword transpose inside each 128-bit lane: lane 4q + m of
-      // T[k] = dword k of group 4m + q.
-      const __m512i t0 = _mm512_unpacklo_epi32(S[0], S[1]), t1 = _mm512_unpackhi_epi32(S[0], S[1]);
-      const __m512i t2 = _mm512_unpacklo_epi32(S[2], S[3]), t3 = _mm512_unpackhi_epi32(S[2], S[3]);
-      const __m512i T[4] = {_mm512_unpacklo_epi64(t0, t2), _mm512_unpackhi_epi64(t0, t2),
-                            _mm512_unpacklo_epi64(t1, t3), _mm512_unpackhi_epi64(t1, t3)};
+      // Lane 4q + m of T[k] = packed dword k of group 4m + q.
+      __m512i T[4];
+      loadTransposed4(pc, 16 * ng, T);
       __m512i W[8];
       for (int k = 0; k < 4; ++k) {
         W[k] = _mm512_shuffle_epi8(lut, _mm512_and_si512(T[k], nib));
@@ -148,14 +138,8 @@ void matmulMxfp4Q8(const WeightView& w, const int8_t* Xq, const float* Xs, size_
                    size_t r0, size_t r1) {
   const size_t groups = w.cols / kQ8Group, stride = chunksOf(groups) * kChunkBytes;
   if (n == 0 || r0 == r1) return;
-  // Decode (n == 1) never allocates; a large prefill batch uses the heap once.
-  alignas(64) int8_t stackBuf[kG16StackBytes];
-  std::vector<int8_t> heapBuf;
-  int8_t* buf = stackBuf;
-  if (n * stride > kG16StackBytes) {
-    heapBuf.resize(n * stride);
-    buf = heapBuf.data();
-  }
+  RelaidActivations<kG16StackBytes> relaid(n * stride);
+  int8_t* buf = relaid.data();
   for (size_t v = 0; v < n; ++v) relayout(Xq + v * w.cols, Xs + v * groups, groups, buf + v * stride);
   Mxfp4G16Rows k{buf, stride, w.cols, static_cast<const uint8_t*>(w.data), static_cast<const uint8_t*>(w.scales)};
   runBlocked16<kG16VecGroup>(k, n, r0, r1, w.rows, Y);

@@ -19,11 +19,11 @@
 // Per vector and 8 groups: four vpdpbusd, one convert and one FMA, and five
 // loads, where two groups per step took a vpdpbusd, a convert and an FMA for
 // every two groups (MatmulQ8Shape I8Row in the commit message).
-#include <vector>
 
 #include "k3/quant/avx512_intrinsics.h"
 
 #include "k3/quant/act_q8.h"
+#include "k3/quant/group_transpose_avx512.h"
 #include "k3/quant/isa_kernels.h"
 #include "k3/quant/matmul_driver_avx512.h"
 
@@ -42,24 +42,6 @@ constexpr size_t kI8StackBytes = 64 << 10;
 
 size_t setsOf(size_t groups) { return (groups + kSetGroups - 1) / kSetGroups; }
 
-// Eight groups' bytes (256, of which 32 * ng are there, the rest zero) as
-// four vectors, transposed: lane 4q + m of out[k] = dword 4(q%2) + k of
-// group 2m + q/2.
-inline void loadSet(const int8_t* p, size_t ng, __m512i (&out)[4]) {
-  __m512i s[4];
-  for (size_t m = 0; m < 4; ++m) {
-    const size_t have = 32 * ng > 64 * m ? 32 * ng - 64 * m : 0;
-    s[m] = have >= 64 ? _mm512_loadu_si512(p + 64 * m)
-                      : _mm512_maskz_loadu_epi8((__mmask64(1) << have) - 1, p + 64 * m);
-  }
-  const __m512i t0 = _mm512_unpacklo_epi32(s[0], s[1]), t1 = _mm512_unpackhi_epi32(s[0], s[1]);
-  const __m512i t2 = _mm512_unpacklo_epi32(s[2], s[3]), t3 = _mm512_unpackhi_epi32(s[2], s[3]);
-  out[0] = _mm512_unpacklo_epi64(t0, t2);
-  out[1] = _mm512_unpackhi_epi64(t0, t2);
-  out[2] = _mm512_unpacklo_epi64(t1, t3);
-  out[3] = _mm512_unpackhi_epi64(t1, t3);
-}
-
 // One activation vector into the set layout (xq + 128 as u8 in the
 // transposed order, then xs of each lane's group); missing groups are xq = 0
 // and xs = 0.
@@ -70,7 +52,7 @@ void relayoutI8(const int8_t* x, const float* xs, size_t groups, int8_t* out) {
     const size_t ng = groups - kSetGroups * s < kSetGroups ? groups - kSetGroups * s : kSetGroups;
     int8_t* o = out + s * kSetBytes;
     __m512i a[4];
-    loadSet(x + kQ8Group * kSetGroups * s, ng, a);
+    loadTransposed4(x + kQ8Group * kSetGroups * s, kQ8Group * ng, a);  // lane 4q + m: group 2m + q/2
     for (int k = 0; k < 4; ++k) _mm512_storeu_si512(o + 64 * k, _mm512_xor_si512(a[k], flip));
     const __m512 s8 = _mm512_maskz_loadu_ps(__mmask16((1u << ng) - 1), xs + kSetGroups * s);
     _mm512_storeu_ps(reinterpret_cast<float*>(o + kSetScaleOffset), _mm512_permutexvar_ps(groupOfLane, s8));
@@ -94,7 +76,7 @@ struct I8SetRows {
     for (size_t s = 0; s < sets; ++s) {
       const size_t ng = groups - kSetGroups * s < kSetGroups ? groups - kSetGroups * s : kSetGroups;
       __m512i w[4];
-      loadSet(p + kQ8Group * kSetGroups * s, ng, w);
+      loadTransposed4(p + kQ8Group * kSetGroups * s, kQ8Group * ng, w);
       __m512i corr = _mm512_dpbusd_epi32(zero, c128, w[0]);
       corr = _mm512_dpbusd_epi32(corr, c128, w[1]);
       corr = _mm512_dpbusd_epi32(corr, c128, w[2]);
@@ -120,14 +102,8 @@ void matmulI8Q8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n
                 size_t r0, size_t r1) {
   const size_t groups = w.cols / kQ8Group, stride = setsOf(groups) * kSetBytes;
   if (n == 0 || r0 == r1) return;
-  // Decode (n == 1) never allocates; a large prefill batch uses the heap once.
-  alignas(64) int8_t stackBuf[kI8StackBytes];
-  std::vector<int8_t> heapBuf;
-  int8_t* buf = stackBuf;
-  if (n * stride > kI8StackBytes) {
-    heapBuf.resize(n * stride);
-    buf = heapBuf.data();
-  }
+  RelaidActivations<kI8StackBytes> relaid(n * stride);
+  int8_t* buf = relaid.data();
   for (size_t v = 0; v < n; ++v) relayoutI8(Xq + v * w.cols, Xs + v * groups, groups, buf + v * stride);
   I8SetRows k{buf, stride, w.cols, static_cast<const int8_t*>(w.data), static_cast<const float*>(w.scales)};
   runBlocked16<kI8VecGroup>(k, n, r0, r1, w.rows, Y);

@@ -1,5 +1,10 @@
-// Internal: the 16 x 8 dword transpose both AVX-512 VNNI IDOT kernels use to
-// put one 32-group per int32 lane. Input: eight vectors, vector m holding
+// Internal: the dword transposes of the AVX-512 VNNI IDOT kernels, which put
+// the products of one 32-group in each int32 lane: loadTransposed4 (a
+// 4 x 4 transpose inside each 128-bit lane, the weights of both kernels and
+// the int8-row activations) and GroupTranspose (16 x 8, the MXFP4
+// activations).
+//
+// GroupTranspose: Input: eight vectors, vector m holding
 // groups 2m (dwords 0-7) and 2m+1 (dwords 8-15); output: vector d holds dword
 // d of groups 0..15, lane = group. 24 two-source dword permutes in three
 // levels: 2 groups x 8 dwords -> 4 x 4 (lane 4d + group) -> 8 x 2 (lane
@@ -7,12 +12,33 @@
 // Internal linkage: included by ISA-specific TUs (see matmul_driver.h).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "k3/quant/avx512_intrinsics.h"
 
 namespace k3::quant::avx512 {
 namespace {
+
+// 256 bytes at p, of which the first `bytes` are there (the rest read as
+// zero, and nothing past them is touched), as four vectors s0..s3, then
+// transposed inside each 128-bit lane: lane 4q + m of out[k] = dword k of
+// 128-bit lane q of s_m.
+inline void loadTransposed4(const void* p, size_t bytes, __m512i (&out)[4]) {
+  const auto* b = static_cast<const int8_t*>(p);
+  __m512i s[4];
+  for (size_t m = 0; m < 4; ++m) {
+    const size_t have = bytes > 64 * m ? bytes - 64 * m : 0;
+    s[m] = have >= 64 ? _mm512_loadu_si512(b + 64 * m)
+                      : _mm512_maskz_loadu_epi8((__mmask64(1) << have) - 1, b + 64 * m);
+  }
+  const __m512i t0 = _mm512_unpacklo_epi32(s[0], s[1]), t1 = _mm512_unpackhi_epi32(s[0], s[1]);
+  const __m512i t2 = _mm512_unpacklo_epi32(s[2], s[3]), t3 = _mm512_unpackhi_epi32(s[2], s[3]);
+  out[0] = _mm512_unpacklo_epi64(t0, t2);
+  out[1] = _mm512_unpackhi_epi64(t0, t2);
+  out[2] = _mm512_unpacklo_epi64(t1, t3);
+  out[3] = _mm512_unpackhi_epi64(t1, t3);
+}
 
 struct GroupTransposeIndex {
   alignas(64) int32_t l1[2][16], l2[2][16], l3[2][16];

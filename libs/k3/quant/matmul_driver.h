@@ -9,11 +9,34 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <vector>
 
 #include "k3/quant/isa_kernels.h"
 
 namespace k3::quant {
 namespace {
+
+// The activations an IDOT kernel re-lays once per call: on the stack up to
+// StackBytes (sized so every decode call fits: no allocation per token), else
+// on the heap once per call (large prefill batches).
+template <size_t StackBytes>
+class RelaidActivations {
+ public:
+  explicit RelaidActivations(size_t bytes) {
+    if (bytes <= StackBytes) return;
+    heap_.resize(bytes);
+    data_ = heap_.data();
+  }
+  RelaidActivations(const RelaidActivations&) = delete;
+  RelaidActivations& operator=(const RelaidActivations&) = delete;
+  int8_t* data() { return data_; }
+
+ private:
+  alignas(64) int8_t stack_[StackBytes];
+  std::vector<int8_t> heap_;
+  int8_t* data_ = stack_;
+};
 
 // Software prefetch distance along a row's weight bytes in the IDOT row
 // kernels. One row at a time is one memory stream per core, which the
