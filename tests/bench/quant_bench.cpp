@@ -280,19 +280,21 @@ K3_Q8_SHAPES(Isa::Avx512, avx512);
 // The f32 path (matvec / matmul) at the medium preset's BF16 shapes, which
 // stay BF16 in every container: the MoE router (608 x 768) and KDA's f_b
 // (768 x 128), one vector (decode) and a 32-token chunk; weights in L2.
-void BM_MatmulShape(benchmark::State& state, WeightFormat f) {
-  if (skipUnsupported(state, Isa::Avx2)) return;
+void BM_MatmulShape(benchmark::State& state, WeightFormat f, Isa isa) {
+  if (skipUnsupported(state, isa)) return;
   const auto [w, rows, cols, n] = shapeOf(state, f);
   std::vector<float> Y(n * rows);
   for (auto _ : state) {
-    matmul(Isa::Avx2, w, pool().x.data(), n, Y.data(), 0, rows);
+    matmul(isa, w, pool().x.data(), n, Y.data(), 0, rows);
     benchmark::DoNotOptimize(Y.data());
   }
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(weightDataBytes(w) + weightScaleBytes(w)));
   state.counters["tok_weights/s"] = benchmark::Counter(
       double(state.iterations()) * double(n) * double(rows * cols), benchmark::Counter::kIsRate);
 }
-BENCHMARK_CAPTURE(BM_MatmulShape, BF16, WeightFormat::BF16)
+BENCHMARK_CAPTURE(BM_MatmulShape, BF16/avx2, WeightFormat::BF16, Isa::Avx2)
+    ->Args({608, 768, 1})->Args({768, 128, 1})->Args({608, 768, 32})->UseRealTime();
+BENCHMARK_CAPTURE(BM_MatmulShape, BF16/avx512, WeightFormat::BF16, Isa::Avx512)
     ->Args({608, 768, 1})->Args({768, 128, 1})->Args({608, 768, 32})->UseRealTime();
 
 void BM_QuantizeInt8(benchmark::State& state, Isa isa) {
