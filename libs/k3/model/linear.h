@@ -7,7 +7,7 @@
 // format has IDOT kernels multiplies with X quantised to int8 per 32 values
 // (quant/act_q8.h): X is quantised once per call, then the integer-dot kernels
 // run. Still deterministic and chunk-independent (quantisation is per vector).
-// Decode (n·cols ≤ 16384) keeps the quantised X on the stack; a prefill batch
+// Decode (n·cols ≤ 36864) keeps the quantised X on the stack; a prefill batch
 // larger than that allocates it once per call.
 #pragma once
 

@@ -39,7 +39,10 @@ namespace k3::quant::avx2 {
 namespace {
 
 constexpr int kVecGroup = 4;                 // vectors sharing one decode (a few spills)
-constexpr size_t kStackActBytes = 32 << 10;  // re-laid activations up to this size live on the stack
+// Re-laid activations up to this size live on the stack: 40 bytes per 32
+// columns, so a decode step never allocates, even at K3's widest input
+// (33792 columns: 41 KiB).
+constexpr size_t kStackActBytes = 48 << 10;
 
 inline __m256i offsetLut() {  // doubled e2m1 + 12
   return _mm256_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0,
