@@ -2,22 +2,23 @@
 // 32-groups per step with one group per int32 lane.
 //
 // A row's packed bytes for groups c..c+15 (256 bytes, four loads) are
-// transposed with eight dword permutes so that vector k holds packed dword k
-// (columns 8k..8k+7) of every group, one group per lane; its low nibbles
-// (columns 8k+0,2,4,6) and high nibbles (8k+1,3,5,7) go through a byte table to
+// transposed inside each 128-bit lane (eight unpacks, loadTransposed4) so
+// that vector k holds packed dword k (columns 8k..8k+7) of every group, one
+// group per lane (lane 4q + m: group 4m + q); its low nibbles (columns
+// 8k+0,2,4,6) and high nibbles (8k+1,3,5,7) go through a byte table to
 // u = doubled e2m1 + 12 (u8, [0, 24]), as vpdpbusd's unsigned operand needs.
-// The activations are copied once per call into the matching order (per chunk
-// of 16 groups: the eight byte vectors, then -12 * the group's sum of xq, then
-// xs), so per vector and chunk eight vpdpbusd, started from -12*sum, leave
-// the exact integer dot of doubled e2m1 x xq of each group in its lane, and
-// one convert and one FMA apply the sixteen factors 2^(s-127)*0.5*xs at once.
-// The driver sums the row's lanes (matmul_driver_avx512.h). The same operations for every
-// vector: matmul == matvec bit for bit.
+// The activations are copied once per call into the matching order (per
+// chunk of 16 groups: the eight byte vectors, then -12 * the group's sum of
+// xq, then xs), so per vector and chunk eight vpdpbusd, started from
+// -12*sum, leave the exact integer dot of doubled e2m1 x xq of each group in
+// its lane, and one convert, one multiply and one FMA apply the sixteen
+// factors 2^(s-127)*0.5*xs at once. The driver sums the row's lanes
+// (matmul_driver_avx512.h). The same operations for every vector: matmul ==
+// matvec bit for bit.
 //
 // Against two groups per step (|w| and a masked negate of xq per vector, then
 // a convert, a permute and an FMA for every two groups) this does a quarter
 // of the per-vector work (quant_bench MatmulQ8Shape, in the commit message).
-#include <cstring>
 
 #include "k3/quant/avx512_intrinsics.h"
 
