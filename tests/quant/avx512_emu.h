@@ -25,7 +25,6 @@ using __mmask64 = uint64_t;
 
 // ---- loads, sets, casts
 inline __m128i _mm_loadu_si128(const __m128i* p) { __m128i r; std::memcpy(&r, p, 16); return r; }
-inline __m256i _mm256_loadu_si256(const __m256i* p) { __m256i r; std::memcpy(&r, p, 32); return r; }
 inline __m512i _mm512_loadu_si512(const void* p) { __m512i r; std::memcpy(&r, p, 64); return r; }
 inline __m512 _mm512_loadu_ps(const float* p) { __m512 r; std::memcpy(&r, p, 64); return r; }
 inline __m512 _mm512_maskz_loadu_ps(__mmask16 k, const float* p) {
@@ -52,8 +51,6 @@ inline __m512i _mm512_maskz_loadu_epi8(__mmask64 k, const void* p) {
 inline __m512 _mm512_setzero_ps() { return __m512{}; }
 inline __m512i _mm512_setzero_si512() { return __m512i{}; }
 inline __m512 _mm512_set1_ps(float a) { __m512 r; for (float& f : r.f) f = a; return r; }
-inline __m512i _mm512_set1_epi32(int a) { __m512i r; for (auto& v : r.i32) v = a; return r; }
-inline __m512i _mm512_set1_epi16(short a) { __m512i r; for (auto& v : r.i16) v = a; return r; }
 inline __m512i _mm512_set1_epi8(char a) { __m512i r; for (auto& v : r.i8) v = int8_t(a); return r; }
 inline __m512 _mm512_setr_ps(float a0, float a1, float a2, float a3, float a4, float a5, float a6,
                              float a7, float a8, float a9, float a10, float a11, float a12,
@@ -75,7 +72,6 @@ inline __m128i _mm_setr_epi8(char a0, char a1, char a2, char a3, char a4, char a
   return r;
 }
 inline __m512 _mm512_castsi512_ps(__m512i a) { __m512 r; std::memcpy(&r, &a, 64); return r; }
-inline __m256i _mm256_zextsi128_si256(__m128i a) { __m256i r{}; std::memcpy(&r, &a, 16); return r; }
 inline __m512i _mm512_broadcast_i32x4(__m128i a) {
   __m512i r;
   for (int l = 0; l < 4; ++l) std::memcpy(&r.u8[16 * l], &a, 16);
@@ -89,7 +85,6 @@ inline void _mm512_storeu_ps(float* p, __m512 a) { std::memcpy(p, &a, 64); }
 inline __m512i _mm512_cvtepu8_epi32(__m128i a) { __m512i r; for (int i = 0; i < 16; ++i) r.u32[i] = a.u8[i]; return r; }
 inline __m512i _mm512_cvtepi8_epi32(__m128i a) { __m512i r; for (int i = 0; i < 16; ++i) r.i32[i] = a.i8[i]; return r; }
 inline __m512i _mm512_cvtepu16_epi32(__m256i a) { __m512i r; for (int i = 0; i < 16; ++i) r.u32[i] = a.u16[i]; return r; }
-inline __m512i _mm512_cvtepu8_epi16(__m256i a) { __m512i r; for (int i = 0; i < 32; ++i) r.u16[i] = a.u8[i]; return r; }
 inline __m512 _mm512_cvtepi32_ps(__m512i a) { __m512 r; for (int i = 0; i < 16; ++i) r.f[i] = float(a.i32[i]); return r; }
 
 // ---- arithmetic and logic
@@ -114,18 +109,8 @@ inline __m512i _mm512_sub_epi32(__m512i a, __m512i b) {
   return a;
 }
 inline __m512i _mm512_xor_si512(__m512i a, __m512i b) { for (int i = 0; i < 64; ++i) a.u8[i] ^= b.u8[i]; return a; }
-inline __m512i _mm512_or_si512(__m512i a, __m512i b) { for (int i = 0; i < 64; ++i) a.u8[i] |= b.u8[i]; return a; }
 inline __m512i _mm512_srli_epi32(__m512i a, unsigned n) { for (auto& v : a.u32) v = n > 31 ? 0 : v >> n; return a; }
 inline __m512i _mm512_slli_epi32(__m512i a, unsigned n) { for (auto& v : a.u32) v = n > 31 ? 0 : v << n; return a; }
-inline __m512i _mm512_slli_epi16(__m512i a, unsigned n) {
-  for (auto& v : a.u16) v = uint16_t(n > 15 ? 0 : v << n);
-  return a;
-}
-inline __m512i _mm512_mask_sub_epi8(__m512i src, __mmask64 k, __m512i a, __m512i b) {
-  for (int i = 0; i < 64; ++i)
-    if (k >> i & 1) src.u8[i] = uint8_t(a.u8[i] - b.u8[i]);
-  return src;
-}
 // Sum of 4 products of unsigned bytes of a and signed bytes of b, added to src.
 inline __m512i _mm512_dpbusd_epi32(__m512i src, __m512i a, __m512i b) {
   for (int i = 0; i < 16; ++i) {
@@ -134,22 +119,6 @@ inline __m512i _mm512_dpbusd_epi32(__m512i src, __m512i a, __m512i b) {
     src.u32[i] += uint32_t(s);
   }
   return src;
-}
-inline __m512i _mm512_abs_epi8(__m512i a) {  // -128 stays 0x80 (= 128 as u8)
-  for (auto& v : a.u8) v = uint8_t(int8_t(v) < 0 ? -int(int8_t(v)) : v);
-  return a;
-}
-inline __mmask64 _mm512_movepi8_mask(__m512i a) {  // sign bit of every byte
-  __mmask64 k = 0;
-  for (int i = 0; i < 64; ++i)
-    if (a.u8[i] & 0x80) k |= __mmask64(1) << i;
-  return k;
-}
-inline __mmask64 _mm512_test_epi8_mask(__m512i a, __m512i b) {
-  __mmask64 k = 0;
-  for (int i = 0; i < 64; ++i)
-    if (a.u8[i] & b.u8[i]) k |= __mmask64(1) << i;
-  return k;
 }
 
 // ---- permutes
@@ -165,11 +134,6 @@ inline __m512i _mm512_shuffle_epi8(__m512i a, __m512i b) {
 inline __m512 _mm512_permutexvar_ps(__m512i idx, __m512 a) {
   __m512 r;
   for (int i = 0; i < 16; ++i) r.f[i] = a.f[idx.u32[i] & 15];
-  return r;
-}
-inline __m512i _mm512_permutexvar_epi32(__m512i idx, __m512i a) {
-  __m512i r;
-  for (int i = 0; i < 16; ++i) r.u32[i] = a.u32[idx.u32[i] & 15];
   return r;
 }
 // Within each 128-bit lane: dwords (qwords) of the low (high) halves of a and b interleaved.

@@ -20,6 +20,8 @@
 // a convert, a permute and an FMA for every two groups) this does a quarter
 // of the per-vector work (quant_bench MatmulQ8Shape, in the commit message).
 
+#include <algorithm>
+
 #include "k3/quant/avx512_intrinsics.h"
 
 #include "k3/quant/act_q8.h"
@@ -47,28 +49,23 @@ size_t chunksOf(size_t groups) { return (groups + kChunkGroups - 1) / kChunkGrou
 // Per 16 groups: one in-lane byte shuffle puts each group's 8 dwords in the
 // order [lo0 lo1 hi0 hi1 lo2 lo3 hi2 hi3] (lo k = columns 8k+0,2,4,6), a
 // 16 x 8 dword transpose (24 permutes) makes one vector per dword with a
-// group per lane, and vpdpbusd against 12s gives the corrections.
+// group per lane (kLaneGroup order), and vpdpbusd against 12s gives the
+// corrections.
 void relayout(const int8_t* x, const float* xs, size_t groups, int8_t* out) {
   const GroupTranspose transpose;
   const __m512i split = _mm512_broadcast_i32x4(
       _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
   const __m512i twelve = _mm512_set1_epi8(kOffset);
-  // The kernel's lane order: lane 4q + m holds group 4m + q.
-  const __m512i laneOrder = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const __m512i laneGroup = _mm512_loadu_si512(kLaneGroup.dwords);
   constexpr int kVectorOf[8] = {0, 1, 4, 5, 2, 3, 6, 7};  // dword d of a group -> vector index
   for (size_t c = 0; c < chunksOf(groups); ++c) {
-    const size_t ng = groups - kChunkGroups * c < kChunkGroups ? groups - kChunkGroups * c : kChunkGroups;
+    const size_t ng = std::min(kChunkGroups, groups - kChunkGroups * c);
     const int8_t* src = x + 32 * kChunkGroups * c;
     int8_t* o = out + c * kChunkBytes;
     __m512i R[8], A[8];
-    for (size_t m = 0; m < 8; ++m) {
-      const size_t have = 32 * ng > 64 * m ? 32 * ng - 64 * m : 0;
-      const __m512i v = have >= 64 ? _mm512_loadu_si512(src + 64 * m)
-                                   : _mm512_maskz_loadu_epi8((__mmask64(1) << have) - 1, src + 64 * m);
-      R[m] = _mm512_shuffle_epi8(v, split);
-    }
+    for (size_t m = 0; m < 8; ++m)
+      R[m] = _mm512_shuffle_epi8(loadUpTo64(src + 64 * m, 32 * ng > 64 * m ? 32 * ng - 64 * m : 0), split);
     transpose(R, A);
-    for (int d = 0; d < 8; ++d) A[d] = _mm512_permutexvar_epi32(laneOrder, A[d]);
     __m512i sum = _mm512_setzero_si512();
     for (int d = 0; d < 8; ++d) {
       _mm512_storeu_si512(o + 64 * kVectorOf[d], A[d]);
@@ -76,12 +73,12 @@ void relayout(const int8_t* x, const float* xs, size_t groups, int8_t* out) {
     }
     _mm512_storeu_si512(o + kCorrOffset, _mm512_sub_epi32(_mm512_setzero_si512(), sum));
     _mm512_storeu_ps(reinterpret_cast<float*>(o + kScaleOffset),
-                     _mm512_permutexvar_ps(laneOrder, _mm512_maskz_loadu_ps(__mmask16((1u << ng) - 1), xs + kChunkGroups * c)));
+                     _mm512_permutexvar_ps(laneGroup, _mm512_maskz_loadu_ps(__mmask16((1u << ng) - 1), xs + kChunkGroups * c)));
   }
 }
 
 struct Mxfp4G16Rows {
-  const int8_t* X;  // re-laid activations, [n, stride]
+  const int8_t* X;  // re-laid activations, [n, stride] (set by runRelaid16)
   size_t stride;    // chunksOf(groups) * kChunkBytes
   size_t cols;
   const uint8_t* data;    // packed e2m1 [rows, cols / 2]
@@ -98,9 +95,9 @@ struct Mxfp4G16Rows {
     const __m512i lut = _mm512_broadcast_i32x4(
         _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
     const __m512i nib = _mm512_set1_epi8(0x0f);
-    const __m128i scaleOrder = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    const __m128i scaleOrder = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kLaneGroup.bytes));
     for (size_t c = 0; c < chunks; ++c) {
-      const size_t ng = groups - kChunkGroups * c < kChunkGroups ? groups - kChunkGroups * c : kChunkGroups;
+      const size_t ng = std::min(kChunkGroups, groups - kChunkGroups * c);
       const uint8_t* pc = p + 16 * kChunkGroups * c;
       // Batches prefetch 2 KiB ahead: an expert's matrix streams from DRAM
       // once per chunk while several vectors' work hides the latency. One
@@ -109,7 +106,7 @@ struct Mxfp4G16Rows {
       // GB/s without, 12 with).
       if constexpr (NV > 1)
         for (int l = 0; l < 4; ++l) __builtin_prefetch(pc + kPrefetchAhead + 64 * l);
-      // Lane 4q + m of T[k] = packed dword k of group 4m + q.
+      // T[k] = packed dword k of the sixteen groups, in kLaneGroup order.
       __m512i T[4];
       loadTransposed4(pc, 16 * ng, T);
       __m512i W[8];
@@ -144,13 +141,9 @@ struct Mxfp4G16Rows {
 
 void matmulMxfp4Q8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
                    size_t r0, size_t r1) {
-  const size_t groups = w.cols / kQ8Group, stride = chunksOf(groups) * kChunkBytes;
-  if (n == 0 || r0 == r1) return;
-  RelaidActivations<kG16StackBytes> relaid(n * stride);
-  int8_t* buf = relaid.data();
-  for (size_t v = 0; v < n; ++v) relayout(Xq + v * w.cols, Xs + v * groups, groups, buf + v * stride);
-  Mxfp4G16Rows k{buf, stride, w.cols, static_cast<const uint8_t*>(w.data), static_cast<const uint8_t*>(w.scales)};
-  runBlocked16<kG16VecGroup>(k, n, r0, r1, w.rows, Y);
+  const Mxfp4G16Rows k{nullptr, chunksOf(w.cols / kQ8Group) * kChunkBytes, w.cols,
+                       static_cast<const uint8_t*>(w.data), static_cast<const uint8_t*>(w.scales)};
+  runRelaid16<kG16VecGroup, kG16StackBytes>(k, relayout, Xq, Xs, n, r0, r1, w.rows, Y);
 }
 
 }  // namespace k3::quant::avx512

@@ -20,6 +20,8 @@
 // loads, where two groups per step took a vpdpbusd, a convert and an FMA for
 // every two groups (MatmulQ8Shape I8Row in the commit message).
 
+#include <algorithm>
+
 #include "k3/quant/avx512_intrinsics.h"
 
 #include "k3/quant/act_q8.h"
@@ -49,7 +51,7 @@ void relayoutI8(const int8_t* x, const float* xs, size_t groups, int8_t* out) {
   const __m512i flip = _mm512_set1_epi8(char(0x80));
   const __m512i groupOfLane = _mm512_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6, 1, 3, 5, 7, 1, 3, 5, 7);
   for (size_t s = 0; s < setsOf(groups); ++s) {
-    const size_t ng = groups - kSetGroups * s < kSetGroups ? groups - kSetGroups * s : kSetGroups;
+    const size_t ng = std::min(kSetGroups, groups - kSetGroups * s);
     int8_t* o = out + s * kSetBytes;
     __m512i a[4];
     loadTransposed4(x + kQ8Group * kSetGroups * s, kQ8Group * ng, a);  // lane 4q + m: group 2m + q/2
@@ -60,7 +62,7 @@ void relayoutI8(const int8_t* x, const float* xs, size_t groups, int8_t* out) {
 }
 
 struct I8SetRows {
-  const int8_t* X;  // re-laid activations, [n, stride]
+  const int8_t* X;  // re-laid activations, [n, stride] (set by runRelaid16)
   size_t stride;    // setsOf(groups) * kSetBytes
   size_t cols;
   const int8_t* data;   // q [rows, cols]
@@ -74,7 +76,7 @@ struct I8SetRows {
     for (int j = 0; j < NV; ++j) acc[j] = _mm512_setzero_ps();
     const __m512i c128 = _mm512_set1_epi8(char(0x80)), zero = _mm512_setzero_si512();
     for (size_t s = 0; s < sets; ++s) {
-      const size_t ng = groups - kSetGroups * s < kSetGroups ? groups - kSetGroups * s : kSetGroups;
+      const size_t ng = std::min(kSetGroups, groups - kSetGroups * s);
       __m512i w[4];
       // Batches prefetch 2 KiB ahead (the matrix streams from DRAM once per
       // chunk); one vector (decode) leaves it to the hardware prefetcher,
@@ -106,13 +108,9 @@ struct I8SetRows {
 
 void matmulI8Q8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
                 size_t r0, size_t r1) {
-  const size_t groups = w.cols / kQ8Group, stride = setsOf(groups) * kSetBytes;
-  if (n == 0 || r0 == r1) return;
-  RelaidActivations<kI8StackBytes> relaid(n * stride);
-  int8_t* buf = relaid.data();
-  for (size_t v = 0; v < n; ++v) relayoutI8(Xq + v * w.cols, Xs + v * groups, groups, buf + v * stride);
-  I8SetRows k{buf, stride, w.cols, static_cast<const int8_t*>(w.data), static_cast<const float*>(w.scales)};
-  runBlocked16<kI8VecGroup>(k, n, r0, r1, w.rows, Y);
+  const I8SetRows k{nullptr, setsOf(w.cols / kQ8Group) * kSetBytes, w.cols, static_cast<const int8_t*>(w.data),
+                    static_cast<const float*>(w.scales)};
+  runRelaid16<kI8VecGroup, kI8StackBytes>(k, relayoutI8, Xq, Xs, n, r0, r1, w.rows, Y);
 }
 
 }  // namespace k3::quant::avx512

@@ -1,14 +1,10 @@
 // Internal: the dword transposes of the AVX-512 VNNI IDOT kernels, which put
 // the products of one 32-group in each int32 lane: loadTransposed4 (a
-// 4 x 4 transpose inside each 128-bit lane, the weights of both kernels and
-// the int8-row activations) and GroupTranspose (16 x 8, the MXFP4
-// activations).
-//
-// GroupTranspose: Input: eight vectors, vector m holding
-// groups 2m (dwords 0-7) and 2m+1 (dwords 8-15); output: vector d holds dword
-// d of groups 0..15, lane = group. 24 two-source dword permutes in three
-// levels: 2 groups x 8 dwords -> 4 x 4 (lane 4d + group) -> 8 x 2 (lane
-// 8d + group) -> 16 x 1.
+// 4 x 4 transpose inside each 128-bit lane: the weights of both kernels and
+// the int8-row activations) and GroupTranspose (16 x 8: the MXFP4
+// activations). GroupTranspose leaves its sixteen groups in the order
+// loadTransposed4 gives sixteen 16-byte groups (the MXFP4 weights): lane
+// 4q + m = group 4m + q (kLaneGroup).
 // Internal linkage: included by ISA-specific TUs (see matmul_driver.h).
 #pragma once
 
@@ -20,18 +16,19 @@
 namespace k3::quant::avx512 {
 namespace {
 
-// 256 bytes at p, of which the first `bytes` are there (the rest read as
-// zero, and nothing past them is touched), as four vectors s0..s3, then
-// transposed inside each 128-bit lane: lane 4q + m of out[k] = dword k of
-// 128-bit lane q of s_m.
+// 64 bytes at p of which the first `have` are there (all from 64 up); the
+// rest read as zero and are not touched.
+inline __m512i loadUpTo64(const void* p, size_t have) {
+  return have >= 64 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8((__mmask64(1) << have) - 1, p);
+}
+
+// 256 bytes at p, of which the first `bytes` are there (loadUpTo64), as four
+// vectors s0..s3, then transposed inside each 128-bit lane: lane 4q + m of
+// out[k] = dword k of 128-bit lane q of s_m.
 inline void loadTransposed4(const void* p, size_t bytes, __m512i (&out)[4]) {
   const auto* b = static_cast<const int8_t*>(p);
   __m512i s[4];
-  for (size_t m = 0; m < 4; ++m) {
-    const size_t have = bytes > 64 * m ? bytes - 64 * m : 0;
-    s[m] = have >= 64 ? _mm512_loadu_si512(b + 64 * m)
-                      : _mm512_maskz_loadu_epi8((__mmask64(1) << have) - 1, b + 64 * m);
-  }
+  for (size_t m = 0; m < 4; ++m) s[m] = loadUpTo64(b + 64 * m, bytes > 64 * m ? bytes - 64 * m : 0);
   const __m512i t0 = _mm512_unpacklo_epi32(s[0], s[1]), t1 = _mm512_unpackhi_epi32(s[0], s[1]);
   const __m512i t2 = _mm512_unpacklo_epi32(s[2], s[3]), t3 = _mm512_unpackhi_epi32(s[2], s[3]);
   out[0] = _mm512_unpacklo_epi64(t0, t2);
@@ -40,6 +37,25 @@ inline void loadTransposed4(const void* p, size_t bytes, __m512i (&out)[4]) {
   out[3] = _mm512_unpackhi_epi64(t1, t3);
 }
 
+// The group in lane l of sixteen: 4 (l % 4) + l / 4.
+constexpr int laneGroup(int l) { return 4 * (l % 4) + l / 4; }
+
+// kLaneGroup as dwords (for vpermd/vpermps of per-group values) and bytes
+// (for a pshufb of 16 per-group bytes).
+struct LaneGroupIndex {
+  alignas(64) int32_t dwords[16];
+  alignas(16) int8_t bytes[16];
+  constexpr LaneGroupIndex() : dwords{}, bytes{} {
+    for (int l = 0; l < 16; ++l) dwords[l] = bytes[l] = static_cast<int8_t>(laneGroup(l));
+  }
+};
+inline constexpr LaneGroupIndex kLaneGroup{};
+
+// GroupTranspose: input eight vectors, vector m holding groups 2m (dwords
+// 0-7) and 2m+1 (dwords 8-15); output: vector d holds dword d of the sixteen
+// groups in kLaneGroup order. 24 two-source dword permutes in three levels:
+// 2 groups x 8 dwords -> 4 x 4 (lane 4d + group) -> 8 x 2 (lane 8d + group)
+// -> 16 x 1.
 struct GroupTransposeIndex {
   alignas(64) int32_t l1[2][16], l2[2][16], l3[2][16];
   constexpr GroupTransposeIndex() : l1{}, l2{}, l3{} {
@@ -49,7 +65,8 @@ struct GroupTransposeIndex {
         l1[h][l] = (g1 < 2 ? 0 : 16) + 8 * (g1 % 2) + d1;
         const int d2 = 2 * h + l / 8, g2 = l % 8;  // sources: 4 groups x 4 dwords
         l2[h][l] = (g2 < 4 ? 0 : 16) + 4 * d2 + g2 % 4;
-        l3[h][l] = (l < 8 ? 0 : 16) + 8 * h + l % 8;  // sources: 8 groups x 2 dwords
+        const int g3 = laneGroup(l);  // sources: 8 groups x 2 dwords; out: kLaneGroup order
+        l3[h][l] = (g3 < 8 ? 0 : 16) + 8 * h + g3 % 8;
       }
   }
 };

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 
+#include "k3/quant/act_q8.h"
 #include "k3/quant/avx512_intrinsics.h"
 #include "k3/quant/matmul_driver.h"
 
@@ -92,6 +93,20 @@ inline void runBlocked16(const Kernel& k, size_t n, size_t r0, size_t r1, size_t
     for (; v + NVMAX <= n; v += NVMAX) runVectorGroup16<NVMAX>(k, v, rb, re, rows, Y);
     runRest16<NVMAX - 1>(k, v, n - v, rb, re, rows, Y);
   }
+}
+
+// An IDOT kernel's whole call: re-lays each of the n activation vectors once
+// (relayout(xq, xs, groups, out), k.stride bytes each, on the stack up to
+// StackBytes), points the kernel's X at them and runs rows [r0, r1).
+template <int NVMAX, size_t StackBytes, class Kernel, class Relayout>
+inline void runRelaid16(Kernel k, Relayout relayout, const int8_t* Xq, const float* Xs, size_t n,
+                        size_t r0, size_t r1, size_t rows, float* Y) {
+  if (n == 0 || r0 == r1) return;
+  const size_t groups = k.cols / kQ8Group;
+  RelaidActivations<StackBytes> relaid(n * k.stride);
+  for (size_t v = 0; v < n; ++v) relayout(Xq + v * k.cols, Xs + v * groups, groups, relaid.data() + v * k.stride);
+  k.X = relaid.data();
+  runBlocked16<NVMAX>(k, n, r0, r1, rows, Y);
 }
 
 }  // namespace
