@@ -23,8 +23,8 @@
 #include "k3/model/model_weights.h"
 #include "k3/model/run_stats.h"
 #include "k3/model/sampler.h"
-#include "k3/quant/cpu_features.h"
 #include "k3/model/session.h"
+#include "k3/quant/cpu_features.h"
 #include "k3/tok/tokenizer.h"
 
 namespace {

@@ -28,7 +28,6 @@
 // medium preset's shapes within noise.
 #include <immintrin.h>
 
-
 #include "k3/quant/act_q8.h"
 #include "k3/quant/isa_kernels.h"
 #include "k3/quant/matmul_driver_avx2.h"
