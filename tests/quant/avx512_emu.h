@@ -94,6 +94,18 @@ inline __m512 _mm512_fmadd_ps(__m512 a, __m512 b, __m512 c) {
   for (int i = 0; i < 16; ++i) a.f[i] = std::fma(a.f[i], b.f[i], c.f[i]);
   return a;
 }
+// Lanes in k: a * b + c (fused); the others keep c.
+inline __m512 _mm512_mask3_fmadd_ps(__m512 a, __m512 b, __m512 c, __mmask16 k) {
+  for (int i = 0; i < 16; ++i)
+    if (k >> i & 1) c.f[i] = std::fma(a.f[i], b.f[i], c.f[i]);
+  return c;
+}
+// Lanes in k: a * b; the others zero.
+inline __m512 _mm512_maskz_mul_ps(__mmask16 k, __m512 a, __m512 b) {
+  __m512 r;
+  for (int i = 0; i < 16; ++i) r.f[i] = (k >> i & 1) ? a.f[i] * b.f[i] : 0.0f;
+  return r;
+}
 inline float _mm512_reduce_add_ps(__m512 a) {
   for (int w = 8; w >= 1; w /= 2)
     for (int i = 0; i < w; ++i) a.f[i] += a.f[i + w];
@@ -109,6 +121,7 @@ inline __m512i _mm512_sub_epi32(__m512i a, __m512i b) {
   return a;
 }
 inline __m512i _mm512_xor_si512(__m512i a, __m512i b) { for (int i = 0; i < 64; ++i) a.u8[i] ^= b.u8[i]; return a; }
+inline __m512i _mm512_srli_epi16(__m512i a, unsigned n) { for (auto& v : a.u16) v = uint16_t(n > 15 ? 0 : v >> n); return a; }
 inline __m512i _mm512_srli_epi32(__m512i a, unsigned n) { for (auto& v : a.u32) v = n > 31 ? 0 : v >> n; return a; }
 inline __m512i _mm512_slli_epi32(__m512i a, unsigned n) { for (auto& v : a.u32) v = n > 31 ? 0 : v << n; return a; }
 // Sum of 4 products of unsigned bytes of a and signed bytes of b, added to src.
@@ -129,6 +142,12 @@ inline __m512i _mm512_shuffle_epi8(__m512i a, __m512i b) {
     int lane = i / 16;
     r.u8[i] = (b.u8[i] & 0x80) ? 0 : a.u8[16 * lane + (b.u8[i] & 15)];
   }
+  return r;
+}
+// Bytes of a selected across all 64 by the low 6 bits of idx (vpermb).
+inline __m512i _mm512_permutexvar_epi8(__m512i idx, __m512i a) {
+  __m512i r;
+  for (int i = 0; i < 64; ++i) r.u8[i] = a.u8[idx.u8[i] & 63];
   return r;
 }
 inline __m512 _mm512_permutexvar_ps(__m512i idx, __m512 a) {

@@ -283,12 +283,13 @@ TEST(MatvecQ8, Int8RowCloseToExactPath) {
 
 // Row ranges change with the thread count and the pool's schedule, and the
 // AVX2 IDOT driver sums the lanes of 8 rows at once where it can and one row
-// at a time at a range's tail: a row's bits must not depend on which. Each
-// row alone ([r, r+1): always the one-row path) == the whole range, for 1 and
-// 3 vectors.
+// at a time at a range's tail (the AVX-512 MXFP4 kernel packs 16-row blocks
+// of rows with 8, 12, 20 or 24 groups): a row's bits must not depend on
+// which. Each row alone ([r, r+1): always the one-row path) == the whole
+// range, for 1 and 3 vectors.
 TEST(MatvecQ8, RowRangeDoesNotChangeBits) {
   for (WeightFormat f : {WeightFormat::MXFP4, WeightFormat::I4G64, WeightFormat::I8Row}) {
-    for (size_t cols : {384, 512, 768}) {
+    for (size_t cols : {256, 384, 512, 640, 768}) {
       TestWeight t = makeWeight(f, kRows, cols, cols + 3);
       const size_t groups = cols / 32, n = 3;
       auto X = k3test::quant::uniformFloats(n * cols, cols + 4);

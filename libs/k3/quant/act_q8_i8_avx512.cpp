@@ -67,6 +67,7 @@ struct I8SetRows {
   size_t cols;
   const int8_t* data;   // q [rows, cols]
   const float* rowScales;  // [rows]: the driver multiplies each row's finished sum
+  static constexpr bool kPacksRows = false;
 
   template <int NV>
   void row(size_t r, size_t v0, __m512* out) const {

@@ -37,7 +37,7 @@ static bool probeIsa(Isa isa) {
       return probeIsa(Isa::Avx2) && __builtin_cpu_supports("avx512f") &&
              __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni") &&
-             __builtin_cpu_supports("avx512bf16");
+             __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512vbmi");
   }
   return false;
 }

@@ -48,18 +48,25 @@ inline __m512 rowSums16(const __m512* a) {
 // Rows in runs of 16. Kernel must provide:
 //   template <int NV> void row(size_t r, size_t v0, __m512* acc) const;
 //     acc[j] = the 16-lane partial sums of row r for vector v0 + j, j < NV;
-//   const float* rowScales;  // multiplies each finished row sum, or nullptr.
+//   const float* rowScales;  // multiplies each finished row sum, or nullptr;
+//   static constexpr bool kPacksRows, and if true
+//   template <int NV> bool block16(size_t r, size_t v0, __m512 (*acc)[16]) const;
+//     all of rows r..r+15 at once into acc[j][i] (row r + i), or false if it
+//     cannot (the rows are then computed one at a time).
 template <int NV, class Kernel>
 inline void runVectorGroup16(const Kernel& k, size_t v0, size_t rb, size_t re, size_t rows, float* Y) {
   constexpr size_t kRows = 16;
   for (size_t r = rb; r < re; r += kRows) {
     const size_t m = re - r < kRows ? re - r : kRows;
     __m512 acc[NV][kRows];
-    for (size_t i = 0; i < m; ++i) {
-      __m512 a[NV];
-      k.template row<NV>(r + i, v0, a);
-      for (int j = 0; j < NV; ++j) acc[j][i] = a[j];
-    }
+    bool packed = false;
+    if constexpr (Kernel::kPacksRows) packed = m == kRows && k.template block16<NV>(r, v0, acc);
+    if (!packed)
+      for (size_t i = 0; i < m; ++i) {
+        __m512 a[NV];
+        k.template row<NV>(r + i, v0, a);
+        for (int j = 0; j < NV; ++j) acc[j][i] = a[j];
+      }
     for (int j = 0; j < NV; ++j) {
       float* y = Y + (v0 + j) * rows + r;
       if (m == kRows) {
