@@ -133,9 +133,20 @@ std::string residencyJson(const ResidencyStats& r) {
              ",\"expert_read_gb_s\":", gbs, ",\"expert_wait_s\":", r.waitSeconds);
 }
 
+// Seconds by forward phase: ,"key":{"kda":...,...}
+std::string phasesJson(const char* key, const k3::model::PhaseTimes& t) {
+  std::string s = cat(",\"", key, "\":{");
+  for (size_t p = 0; p < k3::model::kPhaseCount; ++p) {
+    const auto phase = static_cast<k3::model::Phase>(p);
+    s += cat(p ? "," : "", "\"", k3::model::phaseName(phase), "\":", t[phase]);
+  }
+  return s + "}";
+}
+
 void printStats(const Args& a, const Session& s, const std::string& callerJson) {
   const ResidencyStats rs = s.residency().stats();
-  const std::string extraJson = residencyJson(rs) + callerJson;
+  const std::string extraJson = residencyJson(rs) + phasesJson("prefill_phases_s", s.stats().prefillPhases) +
+                                phasesJson("decode_phases_s", s.stats().decodePhases) + callerJson;
   const SessionStats& st = s.stats();
   const double pf = st.prefillSeconds > 0 ? st.prefillTokens / st.prefillSeconds : 0.0;
   const double dc = st.decodeSeconds > 0 ? st.decodeTokens / st.decodeSeconds : 0.0;

@@ -35,7 +35,7 @@ Forward::Forward(const ModelWeights& w, size_t maxChunk, size_t threads, size_t 
 }
 
 void Forward::run(ModelState& st, const int32_t* ids, size_t n, bool allPositions, float* logits,
-                  ThreadPool& pool, ExpertResidency& residency) {
+                  ThreadPool& pool, ExpertResidency& residency, PhaseTimes* times) {
   if (n == 0 || n > maxChunk_) fail(ErrorKind::Internal, "Forward::run: chunk of ", n, " tokens");
   const float eps = c_.rmsNormEps;
   const size_t V = static_cast<size_t>(c_.vocabSize);
@@ -47,6 +47,7 @@ void Forward::run(ModelState& st, const int32_t* ids, size_t n, bool allPosition
     quant::dequantizeRow(w_.embedding(), static_cast<size_t>(ids[t]), &prefix_[t * D_]);
     attnRes_[t].clear();
   }
+  PhaseClock clock(times);
 
   for (int i = 0; i < c_.numLayers; ++i) {
     const LayerWeights& L = w_.layer(i);
@@ -64,10 +65,12 @@ void Forward::run(ModelState& st, const int32_t* ids, size_t n, bool allPosition
       if (startsBlock) attnRes_[t].push(prefix);
       rmsNorm(x, L.inputNorm.data(), D_, eps, x);
     }
+    clock.lap(Phase::kAttnResMix);
     if (L.kda)
       kda_.forward(L.kdaW, st.kda[static_cast<size_t>(i)], mixed_.data(), n, delta_.data(), pool);
     else
       mla_.forward(L.mlaW, st.mla[static_cast<size_t>(i)], mixed_.data(), n, delta_.data(), pool);
+    clock.lap(L.kda ? Phase::kKda : Phase::kMla);
 
     // A new block restarts the in-block sum; then the MLP input mix.
     for (size_t t = 0; t < n; ++t) {
@@ -81,12 +84,17 @@ void Forward::run(ModelState& st, const int32_t* ids, size_t n, bool allPosition
       attnRes_[t].mix(prefix, L.mlpResScorer.data(), eps, x);
       rmsNorm(x, L.postAttnNorm.data(), D_, eps, x);
     }
-    if (L.moe)
-      moe_.forward(L.moeW, i, mixed_.data(), n, delta_.data(), pool, residency);
-    else
+    clock.lap(Phase::kAttnResMix);
+    if (L.moe) {
+      moe_.forward(L.moeW, i, mixed_.data(), n, delta_.data(), pool, residency, times);
+      clock = PhaseClock(times);  // MoeLayer timed its own phases
+    } else {
       dense_.forward(L.denseW, mixed_.data(), n, delta_.data(), pool);
+      clock.lap(Phase::kDenseMlp);
+    }
     for (size_t i2 = 0; i2 < n * D_; ++i2) prefix_[i2] += delta_[i2];
   }
+  clock.lap(Phase::kAttnResMix);
   st.position += n;
   if (!logits) return;
 
@@ -98,6 +106,7 @@ void Forward::run(ModelState& st, const int32_t* ids, size_t n, bool allPosition
     rmsNorm(x, w_.finalNorm().data(), D_, eps, x);
   }
   linear(pool, w_.head(), mixed_.data(), n - first, logits);
+  clock.lap(Phase::kHead);
 }
 
 }  // namespace k3::model

@@ -18,6 +18,7 @@
 #include "k3/model/mla_layer.h"
 #include "k3/model/model_weights.h"
 #include "k3/model/moe_layer.h"
+#include "k3/model/phase_times.h"
 
 namespace k3::model {
 
@@ -40,8 +41,9 @@ class Forward {
   // Runs ids[0..n) (n ≤ maxChunk) at state.position and advances it. Writes
   // logits for the positions asked for: all n rows into `logits` ([n × V]) when
   // allPositions, else only the last position's row ([V]); none if null.
+  // Adds the time of each phase to `times` unless null.
   void run(ModelState& state, const int32_t* ids, size_t n, bool allPositions, float* logits,
-           ThreadPool& pool, ExpertResidency& residency);
+           ThreadPool& pool, ExpertResidency& residency, PhaseTimes* times = nullptr);
 
  private:
   const ModelWeights& w_;

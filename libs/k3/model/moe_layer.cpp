@@ -63,7 +63,8 @@ MoeLayer::MoeLayer(const ModelConfig& c, size_t maxChunk)
 }
 
 void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n, float* out,
-                       ThreadPool& pool, ExpertResidency& residency) {
+                       ThreadPool& pool, ExpertResidency& residency, PhaseTimes* times) {
+  PhaseClock clock(times);
   // 1–3. Route every token of the chunk. With every expert mapped the
   // projections of x that do not depend on the routing share the router's
   // fork-join; with a residency budget they run after the routing instead,
@@ -75,6 +76,7 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
     linear(pool, {LinearJob{&w.router, x, router_.data()}, LinearJob{&w.downLatent, x, z_.data()},
                   LinearJob{&w.sharedGate, x, sg_.data()}, LinearJob{&w.sharedUp, x, su_.data()}},
            n);
+  clock.lap(Phase::kMoeInput);
   // A chunk's tokens route independently (each its own scratch scores), and
   // with every expert mapped their shared-expert SiTU-GLU is ready too: one
   // fork-join over the tokens for both (one token: no fork-join).
@@ -99,6 +101,7 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
       unique_.push_back(static_cast<int>(e));
     }
   residency.willUse(layer, unique_.data(), unique_.size());
+  clock.lap(Phase::kMoeRouting);
 
   // 4–5. Latent down-projection; gather each expert's tokens; run the experts
   // (threads take whole experts in turn); add in ascending id.
@@ -107,6 +110,7 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
                   LinearJob{&w.sharedUp, x, su_.data()}},
            n);
     situGlu(sg_.data(), su_.data(), n * ish_, b1_, b2_, sg_.data());
+    clock.lap(Phase::kMoeInput);
   }
   // Pairs grouped by expert (a counting sort on slot_), tokens ascending within one.
   const size_t U = unique_.size();
@@ -122,6 +126,7 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
       rowWeight_[p] = topW_[t * k_ + j];
       std::copy_n(&z_[t * lat_], lat_, &zg_[p * lat_]);
     }
+  clock.lap(Phase::kMoeRouting);
   if (!bounded) {
     for (size_t u = 0; u < U; ++u) acquired_[u] = &residency.mapped(layer, unique_[u]);
     // Threads take whole experts in turn as they finish, those with the most
@@ -156,6 +161,7 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
     });
     if (failed) std::rethrow_exception(failed);
   }
+  clock.lap(Phase::kMoeExperts);
   std::fill(u_.begin(), u_.begin() + static_cast<std::ptrdiff_t>(n * lat_), 0.0f);
   for (size_t r = 0; r < pairs; ++r)  // pairs are in ascending expert id
     axpy(rowWeight_[r], &y2_[r * lat_], &u_[static_cast<size_t>(rowToken_[r]) * lat_], lat_);
@@ -165,6 +171,7 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
   for (size_t t = 0; t < n; ++t) rmsNorm(&u_[t * lat_], w.expertNorm.data(), lat_, eps_, &u_[t * lat_]);
   linear(pool, {LinearJob{&w.upLatent, u_.data(), out}, LinearJob{&w.sharedDown, sg_.data(), sy_.data()}}, n);
   for (size_t i = 0; i < n * D_; ++i) out[i] += sy_[i];
+  clock.lap(Phase::kMoeCombine);
 }
 
 void MoeLayer::runExpert(const ExpertWeights& e, size_t u) {

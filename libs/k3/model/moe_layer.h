@@ -19,6 +19,7 @@
 #include "k3/io/thread_pool.h"
 #include "k3/model/expert_residency.h"
 #include "k3/model/model_weights.h"
+#include "k3/model/phase_times.h"
 
 namespace k3::model {
 
@@ -31,9 +32,10 @@ class MoeLayer {
  public:
   MoeLayer(const ModelConfig& c, size_t maxChunk);
 
-  // x: [n × D] normed inputs, out: [n × D]. Experts are reached through `residency`.
+  // x: [n × D] normed inputs, out: [n × D]. Experts are reached through
+  // `residency`. Adds its phases' time to `times` unless null.
   void forward(const MoeWeights& w, int layer, const float* x, size_t n, float* out, ThreadPool& pool,
-               ExpertResidency& residency);
+               ExpertResidency& residency, PhaseTimes* times = nullptr);
 
  private:
   // Expert unique_[u] over its gathered rows [rowBegin_[u], rowBegin_[u+1]), on this thread.

@@ -14,6 +14,7 @@
 #include "k3/model/expert_residency.h"
 #include "k3/model/forward.h"
 #include "k3/model/model_weights.h"
+#include "k3/model/phase_times.h"
 
 namespace k3::model {
 
@@ -28,6 +29,7 @@ struct SessionStats {
   uint64_t prefillTokens = 0, decodeTokens = 0;
   uint64_t prefillPasses = 0;  // layer-major passes (chunks) the prefill tokens took
   double prefillSeconds = 0, decodeSeconds = 0;
+  PhaseTimes prefillPhases, decodePhases;  // where those seconds went
 };
 
 class Session {
