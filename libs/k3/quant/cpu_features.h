@@ -8,7 +8,7 @@ namespace k3::quant {
 enum class Isa {
   Scalar,  // portable reference, baseline x86-64
   Avx2,    // AVX2 + FMA + F16C
-  Avx512,  // AVX-512 F/BW/VL/DQ + VNNI (Zen 4/5, Ice Lake and later)
+  Avx512,  // AVX-512 F/BW/VL/DQ + VNNI, BF16, VBMI (Zen 4/5, Sapphire Rapids and later)
 };
 
 const char* isaName(Isa isa);
