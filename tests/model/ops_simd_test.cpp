@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "k3/model/kda_kernels.h"
@@ -27,6 +28,8 @@ constexpr float kEps = FLT_EPSILON;  // 2^-23, one ulp at 1
 
 #define REQUIRE_AVX2() \
   if (!k3::quant::isaSupported(k3::quant::Isa::Avx2)) GTEST_SKIP() << "no AVX2 on this CPU"
+#define REQUIRE_AVX512() \
+  if (!k3::quant::isaSupported(k3::quant::Isa::Avx512)) GTEST_SKIP() << "no AVX-512 on this CPU"
 
 std::vector<float> randomVec(size_t n, std::mt19937& rng, float scale = 1.0f) {
   std::normal_distribution<float> dist(0.0f, scale);
@@ -210,6 +213,46 @@ TEST(OpsSimd, SituGluSoftmaxAndGateMatchScalar) {
     km::avx2::mulSigmoid(gb.data(), g.data(), n);
     for (size_t i = 0; i < n; ++i)  // σ ≤ 3 ulp vs libm's ≤ 1, one product
       EXPECT_NEAR(ga[i], gb[i], 6 * kEps * std::fabs(ga[i]) + 1e-37f) << "n " << n << " i " << i;
+  }
+}
+
+// The AVX-512 ops are the AVX2 ones on 16 lanes: the same bits, special
+// values and subnormals included, so the AVX2 accuracy bounds above carry
+// over. exp and expm1 over a sweep of float bit patterns (every 997th: all
+// exponents, both signs, NaNs, infinities); SiTU-GLU on random values with
+// specials mixed in, at lengths that exercise the masked tail.
+TEST(OpsSimd, Avx512OpsAreAvx2BitForBit) {
+  REQUIRE_AVX512();
+  std::vector<float> x;
+  for (uint64_t b = 0; b < (uint64_t(1) << 32); b += 997) {
+    float f;
+    const uint32_t bits = static_cast<uint32_t>(b);
+    std::memcpy(&f, &bits, 4);
+    x.push_back(f);
+  }
+  using Fn = void (*)(const float*, size_t, float*);
+  for (auto [name, v2, v5] : {std::tuple<const char*, Fn, Fn>{"exp", &km::avx2::expArray, &km::avx512::expArray},
+                              std::tuple<const char*, Fn, Fn>{"expm1", &km::avx2::expm1Array, &km::avx512::expm1Array}}) {
+    std::vector<float> a(x.size()), b(x.size());
+    v2(x.data(), x.size(), a.data());
+    v5(x.data(), x.size(), b.data());
+    size_t differ = 0, first = 0;
+    for (size_t i = 0; i < x.size(); ++i)
+      if (std::memcmp(&a[i], &b[i], 4) != 0 && differ++ == 0) first = i;
+    EXPECT_EQ(differ, 0u) << name << ": first at x = " << x[first] << " (" << a[first] << " vs " << b[first] << ")";
+  }
+  std::mt19937 rng(9);
+  const float specials[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(), 0.0f, -0.0f, 1e-40f, -1e-40f, 200.0f, -200.0f,
+                            1e30f, -1e30f};
+  for (size_t n : kLengths) {
+    auto g = randomVec(n, rng, 10.0f), u = randomVec(n, rng, 50.0f);
+    for (size_t i = 0; i < n; i += 3) g[i] = specials[(i / 3) % std::size(specials)];
+    for (size_t i = 1; i < n; i += 5) u[i] = specials[(i / 5 + 3) % std::size(specials)];
+    std::vector<float> a(n), b(n);
+    km::avx2::situGlu(g.data(), u.data(), n, 4.0f, 25.0f, a.data());
+    km::avx512::situGlu(g.data(), u.data(), n, 4.0f, 25.0f, b.data());
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), n * 4), 0) << "n " << n;
   }
 }
 

@@ -1,4 +1,4 @@
-// Run-time choice between the AVX2 kernels and the scalar reference.
+// Run-time choice between the SIMD kernels and the scalar reference.
 #include "k3/model/ops.h"
 
 #include "k3/model/ops_kernels.h"
@@ -10,6 +10,7 @@ void rmsNorm(const float* x, const float* w, size_t n, float eps, float* out) {
 }
 
 void situGlu(const float* gate, const float* up, size_t n, float b1, float b2, float* out) {
+  if (useAvx512()) return avx512::situGlu(gate, up, n, b1, b2, out);
   useAvx2() ? avx2::situGlu(gate, up, n, b1, b2, out) : scalar::situGlu(gate, up, n, b1, b2, out);
 }
 

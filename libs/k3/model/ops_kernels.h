@@ -1,6 +1,7 @@
 // Internal: the per-ISA kernels behind ops.h. scalar:: (ops_scalar.cpp) is
 // the reference, compiled for baseline x86-64; avx2:: (ops_avx2.cpp, AVX2 +
-// FMA) runs when quant::bestIsa() allows it. The choice is made once per
+// FMA) runs when quant::bestIsa() allows it, and avx512:: for the few ops it
+// has when that is AVX-512. The choice is made once per
 // process, so every token of a run goes through the same arithmetic.
 #pragma once
 
@@ -31,5 +32,16 @@ namespace scalar { K3_MODEL_OPS_KERNELS }
 namespace avx2 { K3_MODEL_OPS_KERNELS }
 
 #undef K3_MODEL_OPS_KERNELS
+
+// True when the AVX-512 kernels below are to be used.
+inline bool useAvx512() { return quant::bestIsa() == quant::Isa::Avx512; }
+
+// avx512:: (ops_avx512.cpp) holds only the ops bound by arithmetic, where
+// 16 lanes pay; each gives avx2::'s bits.
+namespace avx512 {
+void situGlu(const float* gate, const float* up, size_t n, float b1, float b2, float* out);
+void expArray(const float* x, size_t n, float* out);
+void expm1Array(const float* x, size_t n, float* out);
+}  // namespace avx512
 
 }  // namespace k3::model
