@@ -15,6 +15,8 @@
 
 #include <immintrin.h>
 
+#include "k3/model/vector_math_constants.h"
+
 #include <cstddef>
 
 namespace k3::model::avx2 {
@@ -27,10 +29,10 @@ struct Ln2Reduced {
 };
 
 inline Ln2Reduced reduceLn2(__m256 x) {
-  const __m256 j = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+  const __m256 j = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(vmath::kLog2e)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 f = _mm256_fnmadd_ps(j, _mm256_set1_ps(0x1.62e4p-1f), x);  // ln2 high bits
-  f = _mm256_fnmadd_ps(j, _mm256_set1_ps(0x1.7f7d1cp-20f), f);      // ln2 − high bits
+  __m256 f = _mm256_fnmadd_ps(j, _mm256_set1_ps(vmath::kLn2Hi), x);
+  f = _mm256_fnmadd_ps(j, _mm256_set1_ps(vmath::kLn2Lo), f);
   return {f, _mm256_cvtps_epi32(j)};
 }
 
@@ -38,12 +40,8 @@ inline Ln2Reduced reduceLn2(__m256 x) {
 // f + f²·(1/2 + f/6 + … + f⁵/5040). Truncation error < f⁸/8! ≈ 2e-8·|f|,
 // well under half an ulp; the rest of the error is f32 rounding.
 inline __m256 expm1Reduced(__m256 f) {
-  __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f / 720.0f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f / 120.0f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f / 24.0f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f / 6.0f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(0.5f));
+  __m256 p = _mm256_set1_ps(vmath::kExpm1Taylor[0]);
+  for (int k = 1; k < 6; ++k) p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(vmath::kExpm1Taylor[k]));
   return _mm256_fmadd_ps(_mm256_mul_ps(f, f), p, f);
 }
 
@@ -59,7 +57,7 @@ inline __m256 nanFrom(__m256 x, __m256 y) {  // y, except x where x is NaN
 inline __m256 exp8(__m256 x) {
   // Below −104 the result rounds to 0, above 89 to +inf; clamping keeps i in
   // [−150, 128] and lets those limits come out of the arithmetic itself.
-  const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-104.0f)), _mm256_set1_ps(89.0f));
+  const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(vmath::kExpMin)), _mm256_set1_ps(vmath::kExpMax));
   const Ln2Reduced r = reduceLn2(xc);
   const __m256 p = expm1Reduced(r.f);
   // 2^i in two normal factors: (1+p)·2^i1 is exact-scaled, the last product
@@ -73,7 +71,7 @@ inline __m256 exp8(__m256 x) {
 
 inline __m256 expm1_8(__m256 x) {
   // expm1 is −1 in f32 below about −17.3 and overflows above ~88.72.
-  const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-80.0f)), _mm256_set1_ps(89.0f));
+  const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(vmath::kExpm1Min)), _mm256_set1_ps(vmath::kExpMax));
   const Ln2Reduced r = reduceLn2(xc);
   const __m256 p = expm1Reduced(r.f);
   // 2^i·(1+p) − 1 = 2·(p·t + (t − ½)) with t = 2^(i−1): no cancellation for i = 0.

@@ -9,6 +9,8 @@
 
 #include <immintrin.h>
 
+#include "k3/model/vector_math_constants.h"
+
 namespace k3::model::avx512 {
 
 // x = j·ln2 + f with integer-valued j and |f| ≤ ln2/2 (plus rounding slack);
@@ -19,21 +21,17 @@ struct Ln2Reduced {
 };
 
 inline Ln2Reduced reduceLn2(__m512 x) {
-  const __m512 j = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+  const __m512 j = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(vmath::kLog2e)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 f = _mm512_fnmadd_ps(j, _mm512_set1_ps(0x1.62e4p-1f), x);
-  f = _mm512_fnmadd_ps(j, _mm512_set1_ps(0x1.7f7d1cp-20f), f);
+  __m512 f = _mm512_fnmadd_ps(j, _mm512_set1_ps(vmath::kLn2Hi), x);
+  f = _mm512_fnmadd_ps(j, _mm512_set1_ps(vmath::kLn2Lo), f);
   return {f, j};
 }
 
 // expm1(f) for |f| ≤ ~0.35: Taylor to degree 7 (as avx2::expm1Reduced).
 inline __m512 expm1Reduced(__m512 f) {
-  __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 720.0f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 120.0f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 24.0f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 6.0f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.5f));
+  __m512 p = _mm512_set1_ps(vmath::kExpm1Taylor[0]);
+  for (int k = 1; k < 6; ++k) p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(vmath::kExpm1Taylor[k]));
   return _mm512_fmadd_ps(_mm512_mul_ps(f, f), p, f);
 }
 
@@ -42,7 +40,7 @@ inline __m512 nanFrom(__m512 x, __m512 y) {  // y, except x where x is NaN
 }
 
 inline __m512 exp16(__m512 x) {
-  const __m512 xc = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-104.0f)), _mm512_set1_ps(89.0f));
+  const __m512 xc = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(vmath::kExpMin)), _mm512_set1_ps(vmath::kExpMax));
   const Ln2Reduced r = reduceLn2(xc);
   const __m512 p = expm1Reduced(r.f);
   // 1 + p rounds once (avx2: (p·t1 + t1) with t1 a power of two, the same
@@ -52,7 +50,7 @@ inline __m512 exp16(__m512 x) {
 }
 
 inline __m512 expm1_16(__m512 x) {
-  const __m512 xc = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-80.0f)), _mm512_set1_ps(89.0f));
+  const __m512 xc = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(vmath::kExpm1Min)), _mm512_set1_ps(vmath::kExpMax));
   const Ln2Reduced r = reduceLn2(xc);
   const __m512 p = expm1Reduced(r.f);
   // 2^j·(1+p) − 1 = 2·(p·t + (t − ½)) with t = 2^(j−1): no cancellation at j = 0.
