@@ -252,7 +252,9 @@ TEST(OpsSimd, Avx512OpsAreAvx2BitForBit) {
     std::vector<float> a(n), b(n);
     km::avx2::situGlu(g.data(), u.data(), n, 4.0f, 25.0f, a.data());
     km::avx512::situGlu(g.data(), u.data(), n, 4.0f, 25.0f, b.data());
-    EXPECT_EQ(std::memcmp(a.data(), b.data(), n * 4), 0) << "n " << n;
+    if (n > 0) {  // an empty vector's data() may be null, which memcmp must not get
+      EXPECT_EQ(std::memcmp(a.data(), b.data(), n * 4), 0) << "n " << n;
+    }
   }
 }
 
