@@ -61,6 +61,16 @@ class ThreadPool {
   // on either.
   void parallelFor(size_t n, FunctionRef<void(size_t, size_t)> fn, size_t grain = 1);
 
+  // f(i) for every i in [0, n): one item runs inline (a decode step's
+  // per-token loops then cost no fork-join), more go through parallelFor.
+  template <class F>
+  void forEach(size_t n, F&& f) {
+    if (n == 1) return f(size_t{0});
+    parallelFor(n, [&](size_t i0, size_t i1) {
+      for (size_t i = i0; i < i1; ++i) f(i);
+    });
+  }
+
  private:
   void workerLoop(size_t tid);
 

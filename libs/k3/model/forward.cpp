@@ -55,7 +55,8 @@ void Forward::run(ModelState& st, const int32_t* ids, size_t n, bool allPosition
 
     // Attention input: the AttnRes mix of the snapshots and the prefix (layer 0
     // has no snapshots and uses hidden as is); a new block snapshots the prefix.
-    for (size_t t = 0; t < n; ++t) {
+    // Per token (each has its own snapshots and rows), so over the pool.
+    pool.forEach(n, [&](size_t t) {
       float* prefix = &prefix_[t * D_];
       float* x = &mixed_[t * D_];
       if (attnRes_[t].count() > 0)
@@ -64,7 +65,7 @@ void Forward::run(ModelState& st, const int32_t* ids, size_t n, bool allPosition
         std::copy_n(prefix, D_, x);
       if (startsBlock) attnRes_[t].push(prefix);
       rmsNorm(x, L.inputNorm.data(), D_, eps, x);
-    }
+    });
     clock.lap(Phase::kAttnResMix);
     if (L.kda)
       kda_.forward(L.kdaW, st.kda[static_cast<size_t>(i)], mixed_.data(), n, delta_.data(), pool);
@@ -73,7 +74,7 @@ void Forward::run(ModelState& st, const int32_t* ids, size_t n, bool allPosition
     clock.lap(L.kda ? Phase::kKda : Phase::kMla);
 
     // A new block restarts the in-block sum; then the MLP input mix.
-    for (size_t t = 0; t < n; ++t) {
+    pool.forEach(n, [&](size_t t) {
       float* prefix = &prefix_[t * D_];
       const float* a = &delta_[t * D_];
       if (startsBlock)
@@ -83,7 +84,7 @@ void Forward::run(ModelState& st, const int32_t* ids, size_t n, bool allPosition
       float* x = &mixed_[t * D_];
       attnRes_[t].mix(prefix, L.mlpResScorer.data(), eps, x);
       rmsNorm(x, L.postAttnNorm.data(), D_, eps, x);
-    }
+    });
     clock.lap(Phase::kAttnResMix);
     if (L.moe) {
       moe_.forward(L.moeW, i, mixed_.data(), n, delta_.data(), pool, residency, times);

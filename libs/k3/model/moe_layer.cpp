@@ -52,6 +52,7 @@ MoeLayer::MoeLayer(const ModelConfig& c, size_t maxChunk)
   rowCursor_.resize(E_);
   rowToken_.resize(pairs);
   rowWeight_.resize(pairs);
+  pairOf_.resize(pairs);
   acquired_.resize(E_);
   zg_.resize(pairs * lat_);
   h1_.resize(pairs * inter_);
@@ -117,15 +118,21 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
   std::fill(rowBegin_.begin(), rowBegin_.begin() + static_cast<std::ptrdiff_t>(U + 1), 0);
   for (size_t i = 0; i < n * k_; ++i) ++rowBegin_[static_cast<size_t>(slot_[static_cast<size_t>(topIds_[i])]) + 1];
   for (size_t u = 0; u < U; ++u) rowBegin_[u + 1] += rowBegin_[u];
-  const size_t pairs = rowBegin_[U];
   std::copy_n(rowBegin_.begin(), U, rowCursor_.begin());
   for (size_t t = 0; t < n; ++t)
     for (size_t j = 0; j < k_; ++j) {
       const size_t p = rowCursor_[static_cast<size_t>(slot_[static_cast<size_t>(topIds_[t * k_ + j])])]++;
       rowToken_[p] = static_cast<int>(t);
       rowWeight_[p] = topW_[t * k_ + j];
-      std::copy_n(&z_[t * lat_], lat_, &zg_[p * lat_]);
+      pairOf_[t * k_ + j] = p;
     }
+  // Each token's pairs ascending (= its experts by id, the order its outputs
+  // are added in), and its latent row copied to them; tokens in parallel.
+  pool.forEach(n, [&](size_t t) {
+    size_t* q = &pairOf_[t * k_];
+    std::sort(q, q + k_);
+    for (size_t j = 0; j < k_; ++j) std::copy_n(&z_[t * lat_], lat_, &zg_[q[j] * lat_]);
+  });
   clock.lap(Phase::kMoeRouting);
   if (!bounded) {
     for (size_t u = 0; u < U; ++u) acquired_[u] = &residency.mapped(layer, unique_[u]);
@@ -162,13 +169,19 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
     if (failed) std::rethrow_exception(failed);
   }
   clock.lap(Phase::kMoeExperts);
-  std::fill(u_.begin(), u_.begin() + static_cast<std::ptrdiff_t>(n * lat_), 0.0f);
-  for (size_t r = 0; r < pairs; ++r)  // pairs are in ascending expert id
-    axpy(rowWeight_[r], &y2_[r * lat_], &u_[static_cast<size_t>(rowToken_[r]) * lat_], lat_);
-
-  // 6. Normalise the aggregate and project back up; 7. the shared experts'
-  // down-projection (full width) in the same fork-join.
-  for (size_t t = 0; t < n; ++t) rmsNorm(&u_[t * lat_], w.expertNorm.data(), lat_, eps_, &u_[t * lat_]);
+  // A token's expert outputs added in ascending expert id, then normalised
+  // (6.); tokens in parallel.
+  pool.forEach(n, [&](size_t t) {
+    float* u = &u_[t * lat_];
+    std::fill(u, u + lat_, 0.0f);
+    for (size_t j = 0; j < k_; ++j) {
+      const size_t p = pairOf_[t * k_ + j];
+      axpy(rowWeight_[p], &y2_[p * lat_], u, lat_);
+    }
+    rmsNorm(u, w.expertNorm.data(), lat_, eps_, u);
+  });
+  // 6. Project back up; 7. the shared experts' down-projection (full width)
+  // in the same fork-join.
   linear(pool, {LinearJob{&w.upLatent, u_.data(), out}, LinearJob{&w.sharedDown, sg_.data(), sy_.data()}}, n);
   for (size_t i = 0; i < n * D_; ++i) out[i] += sy_[i];
   clock.lap(Phase::kMoeCombine);

@@ -53,6 +53,7 @@ class MoeLayer {
   std::vector<size_t> rowBegin_, rowCursor_;
   std::vector<int> rowToken_;
   std::vector<float> rowWeight_;
+  std::vector<size_t> pairOf_;               // [n × k]: token t's pairs, ascending after the gather
   std::vector<const ExpertWeights*> acquired_;
   std::vector<float> zg_, h1_, h3_, y2_;     // [pairs × latent / inter]
   std::vector<float> sg_, su_, sy_;          // shared experts
