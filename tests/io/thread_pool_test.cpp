@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "k3/io/thread_pool.h"
@@ -63,5 +64,21 @@ TEST(ThreadPool, ParallelForBlocksStartOnTheGrain) {
       }, 16);
       for (size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
     }
+  }
+}
+
+// forEach: every index once, whatever the pool; a single item runs on the
+// calling thread (a decode step's per-token loops hand nothing off).
+TEST(ThreadPool, ForEachCoversEveryIndexOnceAndRunsOneItemInline) {
+  for (size_t threads : {1, 2, 3}) {
+    k3::ThreadPool pool(threads);
+    for (size_t n : {0, 1, 2, 7, 1000}) {
+      std::vector<std::atomic<int>> hits(n);
+      pool.forEach(n, [&](size_t i) { hits[i]++; });
+      for (size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
+    }
+    std::thread::id ran;
+    pool.forEach(1, [&](size_t) { ran = std::this_thread::get_id(); });
+    EXPECT_EQ(ran, std::this_thread::get_id());
   }
 }
