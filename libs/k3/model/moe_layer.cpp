@@ -50,7 +50,6 @@ MoeLayer::MoeLayer(const ModelConfig& c, size_t maxChunk)
   const size_t pairs = maxChunk * k_;
   rowBegin_.resize(E_ + 1);
   rowCursor_.resize(E_);
-  rowToken_.resize(pairs);
   rowWeight_.resize(pairs);
   pairOf_.resize(pairs);
   acquired_.resize(E_);
@@ -81,17 +80,11 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
   // A chunk's tokens route independently (each its own scratch scores), and
   // with every expert mapped their shared-expert SiTU-GLU is ready too: one
   // fork-join over the tokens for both (one token: no fork-join).
-  auto routeTokens = [&](size_t t0, size_t t1) {
-    for (size_t t = t0; t < t1; ++t) {
-      routeToken(&router_[t * E_], w.scoreBias.data(), static_cast<int>(E_), static_cast<int>(k_),
-                 &topIds_[t * k_], &topW_[t * k_], &scores_[t * E_]);
-      if (!bounded) situGlu(&sg_[t * ish_], &su_[t * ish_], ish_, b1_, b2_, &sg_[t * ish_]);
-    }
-  };
-  if (n == 1)
-    routeTokens(0, 1);
-  else
-    pool.parallelFor(n, routeTokens);
+  pool.forEach(n, [&](size_t t) {
+    routeToken(&router_[t * E_], w.scoreBias.data(), static_cast<int>(E_), static_cast<int>(k_),
+               &topIds_[t * k_], &topW_[t * k_], &scores_[t * E_]);
+    if (!bounded) situGlu(&sg_[t * ish_], &su_[t * ish_], ish_, b1_, b2_, &sg_[t * ish_]);
+  });
   // The used experts ascending, and slot_[e] = the position of expert e.
   std::fill(slot_.begin(), slot_.end(), -1);
   for (size_t i = 0; i < n * k_; ++i) slot_[static_cast<size_t>(topIds_[i])] = 0;
@@ -122,7 +115,6 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
   for (size_t t = 0; t < n; ++t)
     for (size_t j = 0; j < k_; ++j) {
       const size_t p = rowCursor_[static_cast<size_t>(slot_[static_cast<size_t>(topIds_[t * k_ + j])])]++;
-      rowToken_[p] = static_cast<int>(t);
       rowWeight_[p] = topW_[t * k_ + j];
       pairOf_[t * k_ + j] = p;
     }

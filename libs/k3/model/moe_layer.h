@@ -51,7 +51,6 @@ class MoeLayer {
   // Token-expert pairs grouped by expert: rows [rowBegin_[u], rowBegin_[u+1])
   // belong to unique_[u].
   std::vector<size_t> rowBegin_, rowCursor_;
-  std::vector<int> rowToken_;
   std::vector<float> rowWeight_;
   std::vector<size_t> pairOf_;               // [n × k]: token t's pairs, ascending after the gather
   std::vector<const ExpertWeights*> acquired_;
