@@ -13,8 +13,8 @@
 // T0..T3, shared by the vectors), and each vector's accumulation starts from
 // its negation, leaving exact integer partial dots of q*xq (16 products a
 // lane, |lane| <= 16*128*127, exact in f32). The driver sums the row's
-// lanes and applies the row scale (matmul_driver_avx512.h). The same operations for every vector: matmul == matvec
-// bit for bit.
+// lanes and applies the row scale (matmul_driver_avx512.h). The same
+// operations for every vector: matmul == matvec bit for bit.
 //
 // Per vector and 8 groups: four vpdpbusd, one convert and one FMA, and five
 // loads, where two groups per step took a vpdpbusd, a convert and an FMA for
