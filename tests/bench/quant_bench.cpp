@@ -14,6 +14,7 @@
 
 #include "k3/quant/act_q8.h"
 #include "k3/quant/bf16.h"
+#include "k3/quant/mxfp4.h"
 #include "k3/quant/cpu_features.h"
 #include "k3/quant/matvec.h"
 #include "k3/quant/quantize.h"
@@ -276,6 +277,32 @@ void BM_MatmulQ8Shape(benchmark::State& state, WeightFormat f, Isa isa) {
 K3_Q8_SHAPES(Isa::Avx2, avx2);
 K3_Q8_SHAPES(Isa::Avx512, avx512);
 #undef K3_Q8_SHAPES
+
+// Routed experts as prefill runs them: a different 512 x 384 MXFP4 matrix
+// (the medium preset's w1 / w3) each call, n = 1-4 tokens, the matrices
+// back to back through kWeightBytes (2,700 of them), so every call streams
+// its weights from DRAM, as after the router picks a chunk's experts.
+void BM_ExpertStreamQ8(benchmark::State& state, Isa isa) {
+  if (skipUnsupported(state, isa)) return;
+  constexpr size_t kRows = 512, kExpertCols = 384;
+  const size_t n = size_t(state.range(0));
+  const size_t bytes = kRows * kExpertCols / 2, scaleBytes = kRows * kExpertCols / kMxfp4Group;
+  const size_t count = kWeightBytes / bytes;
+  std::vector<int8_t> xq(n * kExpertCols);
+  std::vector<float> xs(n * kExpertCols / 32), Y(n * kRows);
+  quantizeActivationsQ8_32(pool().x.data(), n * kExpertCols, xq.data(), xs.data());
+  size_t e = 0;
+  for (auto _ : state) {
+    const WeightView w{WeightFormat::MXFP4, kRows, kExpertCols, pool().data.get() + e * bytes,
+                       pool().ue8m0.get() + e * scaleBytes};
+    matmulQ8(isa, w, xq.data(), xs.data(), n, Y.data(), 0, kRows);
+    benchmark::DoNotOptimize(Y.data());
+    e = e + 1 == count ? 0 : e + 1;
+  }
+  state.counters["tok_weights/s"] = benchmark::Counter(
+      double(state.iterations()) * double(n) * double(kRows * kExpertCols), benchmark::Counter::kIsRate);
+}
+BENCHMARK_CAPTURE(BM_ExpertStreamQ8, MXFP4/avx512, Isa::Avx512)->Arg(1)->Arg(2)->Arg(4)->UseRealTime();
 
 // The f32 path (matvec / matmul) at the medium preset's BF16 shapes, which
 // stay BF16 in every container: the MoE router (608 x 768) and KDA's f_b
