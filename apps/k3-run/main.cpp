@@ -133,20 +133,21 @@ std::string residencyJson(const ResidencyStats& r) {
              ",\"expert_read_gb_s\":", gbs, ",\"expert_wait_s\":", r.waitSeconds);
 }
 
-// Seconds by forward phase: ,"key":{"kda":...,...}
-std::string phasesJson(const char* key, const k3::model::PhaseTimes& t) {
-  std::string s = cat(",\"", key, "\":{");
+// Seconds by forward phase, then the routed-expert weight bytes the
+// experts phase used: ,"<pass>_phases_s":{"kda":...,...},"<pass>_expert_weight_bytes":N
+std::string phasesJson(const char* pass, const k3::model::PhaseTimes& t) {
+  std::string s = cat(",\"", pass, "_phases_s\":{");
   for (size_t p = 0; p < k3::model::kPhaseCount; ++p) {
     const auto phase = static_cast<k3::model::Phase>(p);
     s += cat(p ? "," : "", "\"", k3::model::phaseName(phase), "\":", t[phase]);
   }
-  return s + "}";
+  return s + cat("},\"", pass, "_expert_weight_bytes\":", static_cast<unsigned long long>(t.expertBytes));
 }
 
 void printStats(const Args& a, const Session& s, const std::string& callerJson) {
   const ResidencyStats rs = s.residency().stats();
-  const std::string extraJson = residencyJson(rs) + phasesJson("prefill_phases_s", s.stats().prefillPhases) +
-                                phasesJson("decode_phases_s", s.stats().decodePhases) + callerJson;
+  const std::string extraJson = residencyJson(rs) + phasesJson("prefill", s.stats().prefillPhases) +
+                                phasesJson("decode", s.stats().decodePhases) + callerJson;
   const SessionStats& st = s.stats();
   const double pf = st.prefillSeconds > 0 ? st.prefillTokens / st.prefillSeconds : 0.0;
   const double dc = st.decodeSeconds > 0 ? st.decodeTokens / st.decodeSeconds : 0.0;

@@ -2,6 +2,8 @@
 // phase named, the phases of a session add up to its prefill and decode
 // seconds, every phase the tiny model has is seen, and k3-run --json
 // reports both sets.
+#include <algorithm>
+#include <cmath>
 #include <set>
 #include <string>
 #include <thread>
@@ -66,11 +68,40 @@ TEST(PhaseTimes, SessionPhasesAddUpToItsSeconds) {
   }
 }
 
+// The experts phase's weight bytes: a decode step routes its token to
+// top-k distinct experts in every MoE layer, so it uses exactly that many
+// experts' bytes per layer; a chunk of n tokens uses between top-k and
+// min(n * top-k, experts) per layer, and its bytes are a whole number of
+// experts.
+TEST(PhaseTimes, ExpertBytesCountEachChunksUniqueExperts) {
+  auto w = k3::model::ModelWeights::open(container("tiny", 8));
+  const auto& c = w->config();
+  k3::model::SessionOptions o;
+  o.chunk = 16;
+  o.threads = 2;
+  k3::model::Session s(*w, o);
+  const auto ids = testIds(16, static_cast<uint32_t>(c.vocabSize - 256), 5);
+  s.feed(ids);
+  s.feed(std::span<const int32_t>(ids).subspan(0, 1));
+  int moeLayers = 0;
+  for (int l = 0; l < c.numLayers; ++l) moeLayers += c.isMoeLayer(l) ? 1 : 0;
+  ASSERT_GT(moeLayers, 0);
+  const double expert = static_cast<double>(w->bytesPerExpert());
+  const double k = c.numExpertsPerToken, E = c.numExperts;
+  EXPECT_EQ(s.stats().decodePhases.expertBytes, moeLayers * k * expert);
+  const double prefill = s.stats().prefillPhases.expertBytes;
+  EXPECT_EQ(std::fmod(prefill, expert), 0.0);
+  EXPECT_GE(prefill, moeLayers * k * expert);
+  EXPECT_LE(prefill, moeLayers * std::min(16 * k, E) * expert);
+  EXPECT_GT(prefill, moeLayers * k * expert);  // 16 tokens do not all pick the same experts
+}
+
 TEST(PhaseTimes, RunJsonReportsBoth) {
   RunResult r = runTool("k3-run", {container("tiny", 8), "-p", "hello there", "-n", "4", "--json"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   for (const char* key : {"\"prefill_phases_s\":{\"attn_res_mix\":", "\"decode_phases_s\":{\"attn_res_mix\":",
-                          "\"moe_experts\":", "\"head\":"})
+                          "\"moe_experts\":", "\"head\":", "\"prefill_expert_weight_bytes\":",
+                          "\"decode_expert_weight_bytes\":"})
     EXPECT_NE(r.out.find(key), std::string::npos) << key << " in " << r.out;
 }
 

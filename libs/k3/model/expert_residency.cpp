@@ -211,6 +211,8 @@ ExpertLease ExpertResidency::next() {
   return l;
 }
 
+uint64_t ExpertResidency::bytesPerExpert() const { return w_.bytesPerExpert(); }
+
 const ExpertWeights& ExpertResidency::mapped(int layer, int id) {
   if (bounded()) fail(ErrorKind::Internal, "ExpertResidency::mapped: bounded experts are reached through next()");
   const size_t k = key(layer, id);

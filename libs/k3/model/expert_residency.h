@@ -108,6 +108,7 @@ class ExpertResidency {
   bool bounded() const { return budget_ != 0; }
   size_t slotCount() const { return slots_.size(); }
   uint64_t slotBytes() const { return stride_; }
+  uint64_t bytesPerExpert() const;
 
  private:
   friend class ExpertLease;

@@ -95,6 +95,7 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
       unique_.push_back(static_cast<int>(e));
     }
   residency.willUse(layer, unique_.data(), unique_.size());
+  if (times) times->expertBytes += static_cast<double>(unique_.size() * residency.bytesPerExpert());
   clock.lap(Phase::kMoeRouting);
 
   // 4–5. Latent down-projection; gather each expert's tokens; run the experts

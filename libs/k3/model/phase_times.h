@@ -28,6 +28,10 @@ const char* phaseName(Phase p);
 
 struct PhaseTimes {
   double seconds[kPhaseCount] = {};
+  // Routed-expert weight bytes the kMoeExperts phase used: each chunk's
+  // unique experts once per MoE layer. Over that phase's seconds, the rate
+  // the experts' weights streamed at, to set against the memory bandwidth.
+  double expertBytes = 0;
   double& operator[](Phase p) { return seconds[static_cast<size_t>(p)]; }
   double operator[](Phase p) const { return seconds[static_cast<size_t>(p)]; }
   double total() const;
