@@ -1,7 +1,8 @@
 // The forward pass's phase clock (k3/model/phase_times.h): laps land in the
 // phase named, the phases of a session add up to its prefill and decode
-// seconds, every phase the tiny model has is seen, and k3-run --json
-// reports both sets.
+// seconds, every phase the tiny model has is seen, the experts phase's
+// weight bytes match independent counts, and k3-run --json reports both
+// sets.
 #include <algorithm>
 #include <cmath>
 #include <set>
