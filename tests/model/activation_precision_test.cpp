@@ -5,8 +5,14 @@
 // every int8 / int4-g64 matrix does too. Bounds are the measured figures (the
 // printed [measured] lines, docs/K3_RUN.md) with margin; a broken IDOT path
 // (wrong scale, wrong group) lands far outside them.
+#include <cstring>
+#include <random>
+
 #include "k3/io/error.h"
+#include "k3/io/thread_pool.h"
+#include "k3/model/expert_residency.h"
 #include "k3/model/linear.h"
+#include "k3/model/moe_layer.h"
 #include "model_fixtures.h"
 
 namespace k3test::model {
@@ -137,6 +143,38 @@ TEST(ActivationPrecision, ChunkedPrefillBitIdentical) {
   const auto chunked = teacherForced(*w, ids, 7);
   ASSERT_EQ(one.size(), chunked.size());
   EXPECT_EQ(0, std::memcmp(one.data(), chunked.data(), one.size() * sizeof(float)));
+}
+
+// MoeLayer with int8 experts quantises each token's latent row once and
+// hands the quantised rows to every expert's w1 and w3 (linearRowsQ8);
+// built without the option over the same int8 views it copies the f32 rows
+// and each product quantises its own (linearRows). Quantisation is per
+// vector, so the two give the same bits: for one token and for a chunk whose
+// experts take several tokens, with and without an expert budget.
+TEST(ActivationPrecision, MoeQuantisesLatentRowsOnceWithTheSameBits) {
+  auto w = openInt8(container("tiny", 8));
+  const auto& c = w->config();
+  int layer = 0;
+  while (!w->layer(layer).moe) ++layer;
+  const auto& mw = w->layer(layer).moeW;
+  ASSERT_TRUE(k3::model::usesInt8Activations(mw.experts[0].w1));
+  const size_t D = static_cast<size_t>(c.hiddenSize), n = 24;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(n * D);
+  for (auto& v : x) v = normal(rng);
+  k3::ThreadPool pool(2);
+  for (uint64_t budget : {uint64_t(0), uint64_t(4) * w->bytesPerExpert() * static_cast<uint64_t>(c.numExpertsPerToken)}) {
+    for (size_t tokens : {size_t(1), n}) {
+      std::vector<float> once(tokens * D), each(tokens * D);
+      k3::model::ExpertResidency r1(*w, budget), r2(*w, budget);
+      k3::model::MoeLayer(c, n, true).forward(mw, layer, x.data(), tokens, once.data(), pool, r1);
+      k3::model::MoeLayer(c, n, false).forward(mw, layer, x.data(), tokens, each.data(), pool, r2);
+      EXPECT_EQ(0, std::memcmp(once.data(), each.data(), once.size() * sizeof(float)))
+          << tokens << " tokens, budget " << budget;
+      EXPECT_GT(std::abs(once[0]) + std::abs(once[D - 1]), 0.0f);  // the layer did run
+    }
+  }
 }
 
 // k3-run --activations: default f32, int8 reported in --json, anything else refused.

@@ -66,6 +66,12 @@ void linearRows(const WeightView& w, const float* X, size_t n, float* Y, size_t 
   q8Rows(w, xq.q, xq.s, n, Y, r0, r1);
 }
 
+void linearRowsQ8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y, size_t r0,
+                  size_t r1) {
+  if (!usesInt8Activations(w)) fail(ErrorKind::Internal, "linearRowsQ8: the view does not take int8 activations");
+  if (n > 0) q8Rows(w, Xq, Xs, n, Y, r0, r1);
+}
+
 void linear(ThreadPool& pool, const WeightView& w, const float* X, size_t n, float* Y) {
   linear(pool, {LinearJob{&w, X, Y}}, n);
 }

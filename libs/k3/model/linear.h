@@ -27,6 +27,14 @@ void linear(ThreadPool& pool, const WeightView& w, const float* X, size_t n, flo
 // The same on one thread over output rows [r0, r1) (Y keeps full row stride).
 void linearRows(const WeightView& w, const float* X, size_t n, float* Y, size_t r0, size_t r1);
 
+// The same with X already quantised (quant::quantizeActivationsQ8_32: Xq
+// [n × w.cols], Xs [n × w.cols / 32]); usesInt8Activations(w) must hold.
+// The bits of linearRows on the unquantised X: quantisation is per vector,
+// so a caller that reuses one vector's quantisation in several products (a
+// token's latent row, once for each of its experts) changes nothing.
+void linearRowsQ8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y, size_t r0,
+                  size_t r1);
+
 // Several independent products in one fork-join: Y_j = X_j·W_jᵀ for every
 // job, with the rows of all the weights split over the pool as one range
 // (a decode step is bound by fork-join hand-offs as much as by bytes, and the

@@ -7,6 +7,7 @@
 
 #include "k3/model/linear.h"
 #include "k3/model/ops.h"
+#include "k3/quant/act_q8.h"
 
 namespace k3::model {
 
@@ -34,10 +35,11 @@ void routeToken(const float* routerLogits, const float* scoreBias, int numExpert
   for (int k = 0; k < topK; ++k) weights[k] /= (sum + 1e-20f);
 }
 
-MoeLayer::MoeLayer(const ModelConfig& c, size_t maxChunk)
+MoeLayer::MoeLayer(const ModelConfig& c, size_t maxChunk, bool int8Activations)
     : D_(c.hiddenSize), E_(c.numExperts), k_(c.numExpertsPerToken), lat_(c.latentSize),
       inter_(c.moeIntermediateSize), ish_(c.sharedIntermediate()), b1_(c.situBeta),
-      b2_(c.situLinearBeta), eps_(c.rmsNormEps) {
+      b2_(c.situLinearBeta), eps_(c.rmsNormEps),
+      q8_(int8Activations && c.latentSize % quant::kQ8Group == 0) {
   router_.resize(maxChunk * E_);
   scores_.resize(maxChunk * E_);
   topW_.resize(maxChunk * k_);
@@ -53,7 +55,12 @@ MoeLayer::MoeLayer(const ModelConfig& c, size_t maxChunk)
   rowWeight_.resize(pairs);
   pairOf_.resize(pairs);
   acquired_.resize(E_);
-  zg_.resize(pairs * lat_);
+  if (q8_) {
+    zq_.resize(pairs * lat_);
+    zs_.resize(pairs * lat_ / quant::kQ8Group);
+  } else {
+    zg_.resize(pairs * lat_);
+  }
   h1_.resize(pairs * inter_);
   h3_.resize(pairs * inter_);
   y2_.resize(pairs * lat_);
@@ -120,11 +127,23 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
       pairOf_[t * k_ + j] = p;
     }
   // Each token's pairs ascending (= its experts by id, the order its outputs
-  // are added in), and its latent row copied to them; tokens in parallel.
+  // are added in), and its latent row copied to them (int8: quantised into
+  // its first pair's row, then copied: a quarter of the bytes, and one
+  // quantisation where w1 and w3 of every expert each made one); tokens in
+  // parallel.
+  const size_t G = lat_ / quant::kQ8Group;
   pool.forEach(n, [&](size_t t) {
     size_t* q = &pairOf_[t * k_];
     std::sort(q, q + k_);
-    for (size_t j = 0; j < k_; ++j) std::copy_n(&z_[t * lat_], lat_, &zg_[q[j] * lat_]);
+    if (!q8_) {
+      for (size_t j = 0; j < k_; ++j) std::copy_n(&z_[t * lat_], lat_, &zg_[q[j] * lat_]);
+      return;
+    }
+    quant::quantizeActivationsQ8_32(&z_[t * lat_], lat_, &zq_[q[0] * lat_], &zs_[q[0] * G]);
+    for (size_t j = 1; j < k_; ++j) {
+      std::copy_n(&zq_[q[0] * lat_], lat_, &zq_[q[j] * lat_]);
+      std::copy_n(&zs_[q[0] * G], G, &zs_[q[j] * G]);
+    }
   });
   clock.lap(Phase::kMoeRouting);
   if (!bounded) {
@@ -183,8 +202,15 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
 void MoeLayer::runExpert(const ExpertWeights& e, size_t u) {
   const size_t r0 = rowBegin_[u], m = rowBegin_[u + 1] - r0;
   auto apply = [&](const WeightView& w, const float* X, float* Y) { linearRows(w, X, m, Y, 0, w.rows); };
-  apply(e.w1, &zg_[r0 * lat_], &h1_[r0 * inter_]);
-  apply(e.w3, &zg_[r0 * lat_], &h3_[r0 * inter_]);
+  if (q8_) {
+    const int8_t* xq = &zq_[r0 * lat_];
+    const float* xs = &zs_[r0 * lat_ / quant::kQ8Group];
+    linearRowsQ8(e.w1, xq, xs, m, &h1_[r0 * inter_], 0, e.w1.rows);
+    linearRowsQ8(e.w3, xq, xs, m, &h3_[r0 * inter_], 0, e.w3.rows);
+  } else {
+    apply(e.w1, &zg_[r0 * lat_], &h1_[r0 * inter_]);
+    apply(e.w3, &zg_[r0 * lat_], &h3_[r0 * inter_]);
+  }
   situGlu(&h1_[r0 * inter_], &h3_[r0 * inter_], m * inter_, b1_, b2_, &h1_[r0 * inter_]);
   apply(e.w2, &h1_[r0 * inter_], &y2_[r0 * lat_]);
 }

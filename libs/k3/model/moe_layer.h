@@ -30,7 +30,10 @@ void routeToken(const float* routerLogits, const float* scoreBias, int numExpert
 
 class MoeLayer {
  public:
-  MoeLayer(const ModelConfig& c, size_t maxChunk);
+  // int8Activations: the routed experts take int8 activations (WeightOptions);
+  // each token's latent row is then quantised once, not once per expert and
+  // matrix.
+  MoeLayer(const ModelConfig& c, size_t maxChunk, bool int8Activations = false);
 
   // x: [n × D] normed inputs, out: [n × D]. Experts are reached through
   // `residency`. Adds its phases' time to `times` unless null.
@@ -43,6 +46,7 @@ class MoeLayer {
 
   size_t D_, E_, k_, lat_, inter_, ish_;
   float b1_, b2_, eps_;
+  bool q8_;  // experts' w1/w3 read zq_/zs_ rows instead of zg_
   std::vector<float> router_, scores_, topW_, z_, u_;
   std::vector<int> topIds_;
   std::vector<int> unique_;                  // experts used by the chunk, ascending
@@ -55,6 +59,8 @@ class MoeLayer {
   std::vector<size_t> pairOf_;               // [n × k]: token t's pairs, ascending after the gather
   std::vector<const ExpertWeights*> acquired_;
   std::vector<float> zg_, h1_, h3_, y2_;     // [pairs × latent / inter]
+  std::vector<int8_t> zq_;                   // q8_: [pairs × latent] the latent rows quantised
+  std::vector<float> zs_;                    // q8_: [pairs × latent / 32] their group scales
   std::vector<float> sg_, su_, sy_;          // shared experts
 };
 
