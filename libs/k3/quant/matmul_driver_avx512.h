@@ -61,12 +61,20 @@ inline void runVectorGroup16(const Kernel& k, size_t v0, size_t rb, size_t re, s
     __m512 acc[NV][kRows];
     bool packed = false;
     if constexpr (Kernel::kPacksRows) packed = m == kRows && k.template block16<NV>(r, v0, acc);
-    if (!packed)
-      for (size_t i = 0; i < m; ++i) {
+    if (!packed) {
+      size_t i = 0;
+      if constexpr (Kernel::kPairsRows)
+        for (; i + 2 <= m; i += 2) {
+          __m512 a[NV], b[NV];
+          k.template rowPair<NV>(r + i, v0, a, b);
+          for (int j = 0; j < NV; ++j) acc[j][i] = a[j], acc[j][i + 1] = b[j];
+        }
+      for (; i < m; ++i) {
         __m512 a[NV];
         k.template row<NV>(r + i, v0, a);
         for (int j = 0; j < NV; ++j) acc[j][i] = a[j];
       }
+    }
     for (int j = 0; j < NV; ++j) {
       float* y = Y + (v0 + j) * rows + r;
       if (m == kRows) {
