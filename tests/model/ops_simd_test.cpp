@@ -365,6 +365,34 @@ TEST(OpsSimd, KdaDeltaRuleMatchesScalarOverTokens) {
   }
 }
 
+// A chunk's tokens through deltaRuleTokens (the layer's prefill: each
+// column block of S runs through every token while it is in L1) give the
+// bits of one deltaRule call per token, on both paths; v and o strided as
+// in the layer (one head's slice of a wider row).
+TEST(OpsSimd, KdaDeltaRuleTokensIsOneCallPerToken) {
+  REQUIRE_AVX2();
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> decayDist(0.0067f, 1.0f);
+  for (size_t d : {8, 13, 40, 128}) {
+    const size_t n = 7, stride = d + 5;
+    std::vector<float> alpha(n * d), k(n * d), q(n * d), v(n * stride), beta(n);
+    for (float& a : alpha) a = decayDist(rng);
+    for (auto* x : {&k, &q, &v}) *x = randomVec(x->size(), rng);
+    for (size_t t = 0; t < n; ++t) beta[t] = 0.1f + 0.1f * static_cast<float>(t);
+    for (int path = 0; path < 2; ++path) {
+      auto one = path ? km::avx2::deltaRule : km::scalar::deltaRule;
+      auto tokens = path ? km::avx2::deltaRuleTokens : km::scalar::deltaRuleTokens;
+      std::vector<float> S0 = randomVec(d * d, rng), S1 = S0, o0(n * stride, 0.0f), o1(n * stride, 0.0f);
+      for (size_t t = 0; t < n; ++t)
+        one(S0.data(), d, &alpha[t * d], &k[t * d], &q[t * d], &v[t * stride], beta[t], &o0[t * stride]);
+      tokens(S1.data(), d, n, alpha.data(), k.data(), q.data(), v.data(), stride, beta.data(), o1.data());
+      EXPECT_EQ(0, std::memcmp(S0.data(), S1.data(), S0.size() * sizeof(float))) << "d " << d << " path " << path;
+      EXPECT_EQ(0, std::memcmp(o0.data(), o1.data(), o0.size() * sizeof(float))) << "d " << d << " path " << path;
+      EXPECT_NE(o1[(n - 1) * stride + d - 1], 0.0f);
+    }
+  }
+}
+
 TEST(OpsSimd, MlaScoresAndWeightedLatentMatchScalarAndIgnoreGrouping) {
   REQUIRE_AVX2();
   std::mt19937 rng(8);

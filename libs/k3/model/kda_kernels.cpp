@@ -57,4 +57,10 @@ void deltaRule(float* S, size_t d, const float* alpha, const float* k, const flo
   }
 }
 
+void deltaRuleTokens(float* S, size_t d, size_t n, const float* alpha, const float* k, const float* q,
+                     const float* v, size_t stride, const float* beta, float* o) {
+  for (size_t t = 0; t < n; ++t)
+    deltaRule(S, d, alpha + t * d, k + t * d, q + t * d, v + t * stride, beta[t], o + t * stride);
+}
+
 }  // namespace k3::model::scalar

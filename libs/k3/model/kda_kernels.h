@@ -23,7 +23,12 @@ inline constexpr size_t kKdaMaxHeadDim = 512;
   /* One token of the gated delta rule on S[d key][d value]: S ← Diag(α)S; kS = kᵀS;              \
      S ← S + k·(β(v − kS))ᵀ; o = qᵀS (spec §6.3 steps 1–5). */                                       \
   void deltaRule(float* S, size_t d, const float* alpha, const float* k, const float* q, const float* v, \
-                 float beta, float* o);
+                 float beta, float* o);                                                               \
+  /* n tokens of deltaRule in order, token t with alpha/k/q + t·d, v/o + t·stride, beta[t]: the       \
+     bits of n deltaRule calls (the AVX2 one runs each column block through all n tokens while it    \
+     stays in L1; S's columns are independent). */                                                    \
+  void deltaRuleTokens(float* S, size_t d, size_t n, const float* alpha, const float* k, const float* q,  \
+                       const float* v, size_t stride, const float* beta, float* o);
 
 namespace scalar { K3_MODEL_KDA_KERNELS }
 namespace avx2 { K3_MODEL_KDA_KERNELS }

@@ -160,10 +160,21 @@ void decay(const float* f, const float* dtBias, float aExp, float gMin, size_t d
 
 void deltaRule(float* S, size_t d, const float* alpha, const float* k, const float* q, const float* v, float beta,
                float* o) {
+  deltaRuleTokens(S, d, 1, alpha, k, q, v, 0, &beta, o);
+}
+
+void deltaRuleTokens(float* S, size_t d, size_t n, const float* alpha, const float* k, const float* q,
+                     const float* v, size_t stride, const float* beta, float* o) {
   size_t j = 0;
-  for (; j + 32 <= d; j += 32) deltaColumns<4>(S, d, j, alpha, k, q, v, beta, o);
-  for (; j + 8 <= d; j += 8) deltaColumns<1>(S, d, j, alpha, k, q, v, beta, o);
-  for (; j < d; ++j) deltaColumn(S, d, j, alpha, k, q, v, beta, o);
+  for (; j + 32 <= d; j += 32)
+    for (size_t t = 0; t < n; ++t)
+      deltaColumns<4>(S, d, j, alpha + t * d, k + t * d, q + t * d, v + t * stride, beta[t], o + t * stride);
+  for (; j + 8 <= d; j += 8)
+    for (size_t t = 0; t < n; ++t)
+      deltaColumns<1>(S, d, j, alpha + t * d, k + t * d, q + t * d, v + t * stride, beta[t], o + t * stride);
+  for (; j < d; ++j)
+    for (size_t t = 0; t < n; ++t)
+      deltaColumn(S, d, j, alpha + t * d, k + t * d, q + t * d, v + t * stride, beta[t], o + t * stride);
 }
 
 }  // namespace k3::model::avx2

@@ -26,7 +26,7 @@ KdaLayer::KdaLayer(const ModelConfig& c, size_t maxChunk, size_t threads)
   for (auto* b : {&q_, &k_, &v_, &g_, &f_, &o_}) b->resize(maxChunk * P_);
   fa_.resize(maxChunk * d_);
   b_.resize(maxChunk * H_);
-  tmp_.resize(threads * 3 * d_);
+  tmp_.resize(threads * tmpPerThread(maxChunk));
   if (d_ > kKdaMaxHeadDim) fail(ErrorKind::Unsupported, "KDA head_dim ", d_, " > ", kKdaMaxHeadDim);
 }
 
@@ -42,7 +42,7 @@ void KdaLayer::forward(const KdaWeights& w, KdaState& st, const float* x, size_t
   pool.run([&](size_t tid, size_t nt) {
     const size_t h0 = H_ * tid / nt, h1 = H_ * (tid + 1) / nt;
     if (h0 < h1) linearRows(w.fb, fa_.data(), n, f_.data(), h0 * d_, h1 * d_);
-    heads(w, st, n, h0, h1, tmp_.data() + tid * 3 * d_);
+    heads(w, st, n, h0, h1, tmp_.data() + tid * tmpPerThread(n));
   });
   linear(pool, w.o, o_.data(), n, out);
 }
@@ -50,9 +50,11 @@ void KdaLayer::forward(const KdaWeights& w, KdaState& st, const float* x, size_t
 void KdaLayer::heads(const KdaWeights& w, KdaState& st, size_t n, size_t h0, size_t h1, float* tmp) {
   const size_t d = d_, K = K_;
   const bool vec = useAvx2();
+  // Per token of the chunk: the decay, normalised q and k, and β.
   float* alpha = tmp;
-  float* qn = tmp + d;
-  float* kn = tmp + 2 * d;
+  float* qn = alpha + n * d;
+  float* kn = qn + n * d;
+  float* beta = kn + n * d;
   for (size_t h = h0; h < h1; ++h) {
     float* S = st.S.data() + h * d * d;
     const float aExp = std::exp(w.aLog[h]);
@@ -66,28 +68,34 @@ void KdaLayer::heads(const KdaWeights& w, KdaState& st, size_t n, size_t h0, siz
         float* x = streams[s] + h * d;
         vec ? avx2::shortConvSilu(win, tap, x, d, K) : scalar::shortConvSilu(win, tap, x, d, K);
       }
-      const float* q = streams[0] + h * d;
-      const float* k = streams[1] + h * d;
-      const float* v = streams[2] + h * d;
       // L2-normalised q (scaled by d^-1/2) and k; per-channel decay in
       // (g_min, 0) and the per-head write strength β.
+      const float* q = streams[0] + h * d;
+      const float* k = streams[1] + h * d;
       const float* f = f_.data() + t * P_ + h * d;
       const float* dt = w.dtBias.data() + h * d;
-      float* o = o_.data() + t * P_ + h * d;
-      const float beta = sigmoid(b_[t * H_ + h]);
-      // Delta rule: decay rows, read kS, write β(v − kS) along k, read with q.
+      beta[t] = sigmoid(b_[t * H_ + h]);
       if (vec) {
-        avx2::normalizeQk(q, k, d, qn, kn);
-        avx2::decay(f, dt, aExp, gMin_, d, alpha);
-        avx2::deltaRule(S, d, alpha, kn, qn, v, beta, o);
+        avx2::normalizeQk(q, k, d, qn + t * d, kn + t * d);
+        avx2::decay(f, dt, aExp, gMin_, d, alpha + t * d);
       } else {
-        scalar::normalizeQk(q, k, d, qn, kn);
-        scalar::decay(f, dt, aExp, gMin_, d, alpha);
-        scalar::deltaRule(S, d, alpha, kn, qn, v, beta, o);
+        scalar::normalizeQk(q, k, d, qn + t * d, kn + t * d);
+        scalar::decay(f, dt, aExp, gMin_, d, alpha + t * d);
       }
-      // Per-head RMSNorm, then the sigmoid output gate.
-      rmsNorm(o, w.oNorm.data(), d, eps_, o);
-      mulSigmoid(o, g_.data() + t * P_ + h * d, d);
+    }
+    // Delta rule over the chunk's tokens in order: decay rows, read kS, write
+    // β(v − kS) along k, read with q.
+    const float* v = v_.data() + h * d;
+    float* o = o_.data() + h * d;
+    if (vec)
+      avx2::deltaRuleTokens(S, d, n, alpha, kn, qn, v, P_, beta, o);
+    else
+      scalar::deltaRuleTokens(S, d, n, alpha, kn, qn, v, P_, beta, o);
+    // Per-head RMSNorm, then the sigmoid output gate.
+    for (size_t t = 0; t < n; ++t) {
+      float* ot = o + t * P_;
+      rmsNorm(ot, w.oNorm.data(), d, eps_, ot);
+      mulSigmoid(ot, g_.data() + t * P_ + h * d, d);
     }
   }
 }

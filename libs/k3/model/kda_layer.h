@@ -33,11 +33,13 @@ class KdaLayer {
  private:
   // Conv, decay, delta-rule update, norm and gate for heads [h0, h1), all tokens.
   void heads(const KdaWeights& w, KdaState& st, size_t n, size_t h0, size_t h1, float* tmp);
+  // One thread's scratch for n tokens: decay, normalised q and k ([n·d] each), β [n].
+  size_t tmpPerThread(size_t n) const { return n * (3 * d_ + 1); }
 
   size_t D_, P_, d_, H_, K_;
   float eps_, gMin_;
   std::vector<float> q_, k_, v_, g_, fa_, f_, b_, o_;  // chunk buffers
-  std::vector<float> tmp_;                             // per-thread [3·d]
+  std::vector<float> tmp_;                             // per-thread tmpPerThread(maxChunk)
 };
 
 }  // namespace k3::model
