@@ -190,6 +190,38 @@ inline __m128i _mm_shuffle_epi8(__m128i a, __m128i b) {
   return r;
 }
 // 128-bit lanes: result lanes 0-1 from a, 2-3 from b, each picked by 2 bits of imm.
+// ---- the activation quantiser's float ops (act_quantize_avx512.cpp)
+#ifndef _MM_FROUND_TO_NEAREST_INT
+#define _MM_FROUND_TO_NEAREST_INT 0x00
+#define _MM_FROUND_NO_EXC 0x08
+#endif
+inline __m512i _mm512_set1_epi32(int v) { __m512i r; for (int i = 0; i < 16; ++i) r.i32[i] = v; return r; }
+inline __m512 _mm512_and_ps(__m512 a, __m512 b) {
+  for (int i = 0; i < 16; ++i) {
+    uint32_t x, y;
+    std::memcpy(&x, &a.f[i], 4);
+    std::memcpy(&y, &b.f[i], 4);
+    x &= y;
+    std::memcpy(&a.f[i], &x, 4);
+  }
+  return a;
+}
+// maxps/minps: the second operand when either is NaN (or both are zeros).
+inline __m512 _mm512_max_ps(__m512 a, __m512 b) { for (int i = 0; i < 16; ++i) a.f[i] = a.f[i] > b.f[i] ? a.f[i] : b.f[i]; return a; }
+inline __m512 _mm512_min_ps(__m512 a, __m512 b) { for (int i = 0; i < 16; ++i) a.f[i] = a.f[i] < b.f[i] ? a.f[i] : b.f[i]; return a; }
+inline __m512 _mm512_div_ps(__m512 a, __m512 b) { for (int i = 0; i < 16; ++i) a.f[i] /= b.f[i]; return a; }
+inline __m512 _mm512_roundscale_ps(__m512 a, int) { for (int i = 0; i < 16; ++i) a.f[i] = std::nearbyint(a.f[i]); return a; }
+inline __m512i _mm512_cvtps_epi32(__m512 a) {
+  __m512i r;
+  for (int i = 0; i < 16; ++i) r.i32[i] = static_cast<int32_t>(std::nearbyint(a.f[i]));
+  return r;
+}
+inline __m128i _mm512_cvtsepi32_epi8(__m512i a) {
+  __m128i r;
+  for (int i = 0; i < 16; ++i) r.i8[i] = static_cast<int8_t>(a.i32[i] > 127 ? 127 : a.i32[i] < -128 ? -128 : a.i32[i]);
+  return r;
+}
+inline void _mm_storeu_si128(__m128i* p, __m128i a) { std::memcpy(p, &a, 16); }
 inline __m512 _mm512_shuffle_f32x4(__m512 a, __m512 b, int imm) {
   __m512 r;
   for (int l = 0; l < 4; ++l) {

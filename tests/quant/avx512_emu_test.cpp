@@ -11,10 +11,14 @@
 #include "k3/quant/matvec_avx512.cpp"
 #include "k3/quant/act_q8_avx512.cpp"
 #include "k3/quant/act_q8_i8_avx512.cpp"
+#include "k3/quant/act_quantize_avx512.cpp"
 #undef avx512
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -112,4 +116,37 @@ TEST(Avx512Emulated, I8RowQ8MatchesOracleAndMatmulIsBitIdentical) {
   checkEmulatedQ8(WeightFormat::I8Row, 19, 1, 36, avx512_emu::matmulI8Q8, [](auto& t) {
     t.data[5] = 0x80;  // q = -128 (never written by the quantizer) is still exact
   });
+}
+
+// The sixteen-group activation quantiser gives the scalar bytes: signed
+// zeros, ties at .5, values that saturate, a NaN (ignored by the max,
+// quantised to 127), an infinity (scale inf, every value of its group NaN
+// times 0), all-zero and tiny groups (scale floor); 1-40 groups, so both
+// the sixteen-group path and the AVX2 tail run.
+TEST(Avx512Emulated, ActivationQuantiserGivesTheScalarBytes) {
+  std::mt19937 rng(23);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (size_t groups : {1, 15, 16, 17, 33, 40}) {
+    std::vector<float> x(groups * 32);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = normal(rng) * std::ldexp(1.0f, static_cast<int>(i % 7) * 3 - 9);
+    x[0] = -0.0f;
+    x[1] = 0.5f;
+    if (groups > 2) {
+      for (size_t i = 32; i < 64; ++i) x[i] = 0.0f;            // all zero
+      x[64] = std::numeric_limits<float>::quiet_NaN();  // in each half of a group
+      x[64 + 20] = std::numeric_limits<float>::quiet_NaN();
+      x[65] = 127.0f * 2.5f;                                   // ties after scaling
+      x[66] = -127.0f * 2.5f;
+    }
+    if (groups > 16) {
+      x[16 * 32 + 3] = std::numeric_limits<float>::infinity();
+      for (size_t i = 15 * 32; i < 16 * 32; ++i) x[i] = 1e-30f;  // tiny: scale floor
+    }
+    std::vector<int8_t> qs(x.size()), qe(x.size());
+    std::vector<float> ss(groups), se(groups);
+    quantizeActivationsQ8_32(Isa::Scalar, x.data(), x.size(), qs.data(), ss.data());
+    avx512_emu::quantizeActivationsQ8_32(x.data(), x.size(), qe.data(), se.data());
+    EXPECT_EQ(qs, qe) << groups << " groups";
+    for (size_t g = 0; g < groups; ++g) EXPECT_EQ(bitsOf(ss[g]), bitsOf(se[g])) << "group " << g << " of " << groups;
+  }
 }

@@ -119,9 +119,11 @@ void matmulQ8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, 
 void quantizeActivationsQ8_32(Isa isa, const float* x, size_t n, int8_t* xq, float* xs) {
   if (n % kQ8Group)
     fail(ErrorKind::Usage, "quantizeActivationsQ8_32: length ", n, " is not a multiple of 32");
-  if (requireIsa(isa, "quantizeActivationsQ8_32") == Isa::Scalar)
-    return scalar::quantizeActivationsQ8_32(x, n, xq, xs);
-  avx2::quantizeActivationsQ8_32(x, n, xq, xs);
+  switch (requireIsa(isa, "quantizeActivationsQ8_32")) {
+    case Isa::Scalar: return scalar::quantizeActivationsQ8_32(x, n, xq, xs);
+    case Isa::Avx2: return avx2::quantizeActivationsQ8_32(x, n, xq, xs);
+    case Isa::Avx512: return avx512::quantizeActivationsQ8_32(x, n, xq, xs);
+  }
 }
 
 void matmulMxfp4Q8(Isa isa, const WeightView& w, const int8_t* Xq, const float* Xs, size_t n,

@@ -35,13 +35,15 @@ void matmulI8Q8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n
                 size_t r0, size_t r1);
 }  // namespace avx2
 // AVX-512 only where it pays: the wide decode/dot kernels (IDOT: MXFP4 and
-// int8 rows). The rest use avx2::.
+// int8 rows) and the activation quantiser. The rest use avx2::.
 namespace avx512 {
 void matmul(const WeightView& w, const float* X, size_t n, float* Y, size_t r0, size_t r1);
 void matmulMxfp4Q8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
                    size_t r0, size_t r1);
 void matmulI8Q8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
                 size_t r0, size_t r1);
+// The activation quantiser sixteen groups at a time (act_quantize_avx512.cpp).
+void quantizeActivationsQ8_32(const float* x, size_t n, int8_t* xq, float* xs);
 }  // namespace avx512
 
 #undef K3_QUANT_ISA_KERNELS
