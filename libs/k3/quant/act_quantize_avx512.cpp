@@ -9,27 +9,13 @@
 #include "k3/quant/avx512_intrinsics.h"
 
 #include "k3/quant/act_q8.h"
+#include "k3/quant/group_transpose_avx512.h"
 #include "k3/quant/isa_kernels.h"
 #include "k3/quant/quantize.h"
 
 namespace k3::quant::avx512 {
 
 namespace {
-
-// Lane g: the max over the sixteen lanes of m[g] (operands never NaN).
-inline __m512 laneMax16(const __m512* m) {
-  __m512 b[8], c[4], d[2];
-  for (int k = 0; k < 8; ++k)  // b[k] = [row 2k: 8 lanes | row 2k+1: 8 lanes]
-    b[k] = _mm512_max_ps(_mm512_shuffle_f32x4(m[2 * k], m[2 * k + 1], 0x44),
-                         _mm512_shuffle_f32x4(m[2 * k], m[2 * k + 1], 0xEE));
-  for (int k = 0; k < 4; ++k)  // c[k]: rows 4k..4k+3, one 128-bit lane each
-    c[k] = _mm512_max_ps(_mm512_shuffle_f32x4(b[2 * k], b[2 * k + 1], 0x88),
-                         _mm512_shuffle_f32x4(b[2 * k], b[2 * k + 1], 0xDD));
-  for (int k = 0; k < 2; ++k)
-    d[k] = _mm512_max_ps(_mm512_unpacklo_ps(c[2 * k], c[2 * k + 1]), _mm512_unpackhi_ps(c[2 * k], c[2 * k + 1]));
-  const __m512 e = _mm512_max_ps(_mm512_unpacklo_ps(d[0], d[1]), _mm512_unpackhi_ps(d[0], d[1]));
-  return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 1, 5, 9, 13, 3, 7, 11, 15), e);
-}
 
 // 16 floats -> 16 int8: rint(x * inv) clamped to [-127, 127] (NaN -> 127).
 inline __m128i roundClamp16(__m512 x, __m512 inv) {
@@ -53,7 +39,9 @@ void quantizeActivationsQ8_32(const float* x, size_t n, int8_t* xq, float* xs) {
       const __m512 b = _mm512_and_ps(_mm512_loadu_ps(src + 32 * i + 16), absMask);
       m[i] = _mm512_max_ps(b, _mm512_max_ps(a, zero));  // max returns its second operand for a NaN
     }
-    const __m512 s = _mm512_max_ps(_mm512_div_ps(laneMax16(m), _mm512_set1_ps(127.0f)), _mm512_set1_ps(kScaleFloor));
+    // Lane g: group g's max (the operands are never NaN there).
+    const __m512 am = transposeReduce16(m, [](__m512 p, __m512 q) { return _mm512_max_ps(p, q); });
+    const __m512 s = _mm512_max_ps(_mm512_div_ps(am, _mm512_set1_ps(127.0f)), _mm512_set1_ps(kScaleFloor));
     const __m512 inv = _mm512_div_ps(_mm512_set1_ps(1.0f), s);
     _mm512_storeu_ps(xs + g, s);
     alignas(64) float invs[16];

@@ -4,7 +4,9 @@
 // the int8-row activations) and GroupTranspose (16 x 8: the MXFP4
 // activations). GroupTranspose leaves its sixteen groups in the order
 // loadTransposed4 gives sixteen 16-byte groups (the MXFP4 weights): lane
-// 4q + m = group 4m + q (kLaneGroup).
+// 4q + m = group 4m + q (kLaneGroup). transposeReduce16 is the 16 x 16
+// transpose that combines as it goes (the drivers' row sums, the
+// quantiser's group maxima).
 // Internal linkage: included by ISA-specific TUs (see matmul_driver.h).
 #pragma once
 
@@ -35,6 +37,26 @@ inline void loadTransposed4(const void* p, size_t bytes, __m512i (&out)[4]) {
   out[1] = _mm512_unpackhi_epi64(t0, t2);
   out[2] = _mm512_unpacklo_epi64(t1, t3);
   out[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+// [op-reduce of a[0]'s 16 lanes, ..., of a[15]'s]: a 16 x 16 transpose in
+// which every level combines the lanes it brings together, (i, i+8), then
+// (i, i+4), (i, i+2), (0, 1) of each row (the order rowSum16 in
+// matmul_driver_avx512.h adds one row's lanes in, so sums agree bit for
+// bit). op(x, y) combines two vectors lane-wise: add for the matmul
+// drivers' row sums, max for the activation quantiser's group maxima.
+template <class Op>
+inline __m512 transposeReduce16(const __m512* a, Op op) {
+  __m512 b[8], c[4], d[2];
+  for (int k = 0; k < 8; ++k)  // b[k] = [row 2k: 8 lanes | row 2k+1: 8 lanes]
+    b[k] = op(_mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], 0x44), _mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], 0xEE));
+  for (int k = 0; k < 4; ++k)  // c[k] = rows 4k..4k+3, one 128-bit lane each
+    c[k] = op(_mm512_shuffle_f32x4(b[2 * k], b[2 * k + 1], 0x88), _mm512_shuffle_f32x4(b[2 * k], b[2 * k + 1], 0xDD));
+  for (int k = 0; k < 2; ++k)  // d[k] lane l: [row 8k+l, row 8k+4+l, then the second of both]
+    d[k] = op(_mm512_unpacklo_ps(c[2 * k], c[2 * k + 1]), _mm512_unpackhi_ps(c[2 * k], c[2 * k + 1]));
+  // lane l: [rows l, 8+l, 4+l, 12+l], then into row order.
+  const __m512 e = op(_mm512_unpacklo_ps(d[0], d[1]), _mm512_unpackhi_ps(d[0], d[1]));
+  return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 1, 5, 9, 13, 3, 7, 11, 15), e);
 }
 
 // The group in lane l of sixteen: 4 (l % 4) + l / 4.

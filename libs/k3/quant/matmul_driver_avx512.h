@@ -16,6 +16,7 @@
 
 #include "k3/quant/act_q8.h"
 #include "k3/quant/avx512_intrinsics.h"
+#include "k3/quant/group_transpose_avx512.h"
 #include "k3/quant/matmul_driver.h"
 
 namespace k3::quant::avx512 {
@@ -29,20 +30,10 @@ inline float rowSum16(__m512 a) {
   return _mm512_cvtss_f32(_mm512_add_ps(r, _mm512_shuffle_ps(r, r, 0x01)));
 }
 
-// [rowSum16(a[0]), ..., rowSum16(a[15])], the same additions sixteen rows at a time.
+// [rowSum16(a[0]), ..., rowSum16(a[15])], the same additions sixteen rows at
+// a time (group_transpose_avx512.h's transposeReduce16).
 inline __m512 rowSums16(const __m512* a) {
-  __m512 b[8], c[4], d[2];
-  for (int k = 0; k < 8; ++k)  // b[k] = [row 2k: p0..p7 | row 2k+1: p0..p7]
-    b[k] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], 0x44),
-                         _mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], 0xEE));
-  for (int k = 0; k < 4; ++k)  // c[k] = rows 4k..4k+3, one 128-bit lane each: q0..q3
-    c[k] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * k], b[2 * k + 1], 0x88),
-                         _mm512_shuffle_f32x4(b[2 * k], b[2 * k + 1], 0xDD));
-  for (int k = 0; k < 2; ++k)  // d[k] lane l: [row 8k+l: r0, row 8k+4+l: r0, then r1 of both]
-    d[k] = _mm512_add_ps(_mm512_unpacklo_ps(c[2 * k], c[2 * k + 1]), _mm512_unpackhi_ps(c[2 * k], c[2 * k + 1]));
-  // lane l: [rows l, 8+l, 4+l, 12+l], then into row order.
-  const __m512 e = _mm512_add_ps(_mm512_unpacklo_ps(d[0], d[1]), _mm512_unpackhi_ps(d[0], d[1]));
-  return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 1, 5, 9, 13, 3, 7, 11, 15), e);
+  return transposeReduce16(a, [](__m512 x, __m512 y) { return _mm512_add_ps(x, y); });
 }
 
 // Rows in runs of 16. Kernel must provide:
