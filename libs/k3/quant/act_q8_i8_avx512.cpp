@@ -82,45 +82,44 @@ struct I8SetRows {
     if constexpr (NV == 1) {  // one vector streams from DRAM: one row at a time is faster there
       row<1>(r, v0, out0);
       row<1>(r + 1, v0, out1);
-      return;
-    }
-    const size_t groups = cols / kQ8Group, sets = setsOf(groups);
-    const int8_t* p0 = data + r * cols;
-    const int8_t* p1 = p0 + cols;
-    __m512 acc0[NV], acc1[NV];
-    for (int j = 0; j < NV; ++j) acc0[j] = acc1[j] = _mm512_setzero_ps();
-    const __m512i c128 = _mm512_set1_epi8(char(0x80)), zero = _mm512_setzero_si512();
-    for (size_t s = 0; s < sets; ++s) {
-      const size_t ng = std::min(kSetGroups, groups - kSetGroups * s);
-      __m512i w0[4], w1[4];
-      if constexpr (NV > 1)
+    } else {
+      const size_t groups = cols / kQ8Group, sets = setsOf(groups);
+      const int8_t* p0 = data + r * cols;
+      const int8_t* p1 = p0 + cols;
+      __m512 acc0[NV], acc1[NV];
+      for (int j = 0; j < NV; ++j) acc0[j] = acc1[j] = _mm512_setzero_ps();
+      const __m512i c128 = _mm512_set1_epi8(char(0x80)), zero = _mm512_setzero_si512();
+      for (size_t s = 0; s < sets; ++s) {
+        const size_t ng = std::min(kSetGroups, groups - kSetGroups * s);
+        __m512i w0[4], w1[4];
         for (int l = 0; l < 4; ++l) {
           __builtin_prefetch(p0 + kQ8Group * kSetGroups * s + kPrefetchAhead + 64 * l);
           __builtin_prefetch(p1 + kQ8Group * kSetGroups * s + kPrefetchAhead + 64 * l);
         }
-      loadTransposed4(p0 + kQ8Group * kSetGroups * s, kQ8Group * ng, w0);
-      loadTransposed4(p1 + kQ8Group * kSetGroups * s, kQ8Group * ng, w1);
-      __m512i corr0 = _mm512_dpbusd_epi32(zero, c128, w0[0]), corr1 = _mm512_dpbusd_epi32(zero, c128, w1[0]);
-      for (int k = 1; k < 4; ++k) {
-        corr0 = _mm512_dpbusd_epi32(corr0, c128, w0[k]);
-        corr1 = _mm512_dpbusd_epi32(corr1, c128, w1[k]);
-      }
-      corr0 = _mm512_sub_epi32(zero, corr0);
-      corr1 = _mm512_sub_epi32(zero, corr1);
-      for (int j = 0; j < NV; ++j) {
-        const int8_t* a = X + (v0 + j) * stride + s * kSetBytes;
-        __m512i d0 = corr0, d1 = corr1;
-        for (int k = 0; k < 4; ++k) {
-          const __m512i x = _mm512_loadu_si512(a + 64 * k);
-          d0 = _mm512_dpbusd_epi32(d0, x, w0[k]);
-          d1 = _mm512_dpbusd_epi32(d1, x, w1[k]);
+        loadTransposed4(p0 + kQ8Group * kSetGroups * s, kQ8Group * ng, w0);
+        loadTransposed4(p1 + kQ8Group * kSetGroups * s, kQ8Group * ng, w1);
+        __m512i corr0 = _mm512_dpbusd_epi32(zero, c128, w0[0]), corr1 = _mm512_dpbusd_epi32(zero, c128, w1[0]);
+        for (int k = 1; k < 4; ++k) {
+          corr0 = _mm512_dpbusd_epi32(corr0, c128, w0[k]);
+          corr1 = _mm512_dpbusd_epi32(corr1, c128, w1[k]);
         }
-        const __m512 xs = _mm512_loadu_ps(reinterpret_cast<const float*>(a + kSetScaleOffset));
-        acc0[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), xs, acc0[j]);
-        acc1[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d1), xs, acc1[j]);
+        corr0 = _mm512_sub_epi32(zero, corr0);
+        corr1 = _mm512_sub_epi32(zero, corr1);
+        for (int j = 0; j < NV; ++j) {
+          const int8_t* a = X + (v0 + j) * stride + s * kSetBytes;
+          __m512i d0 = corr0, d1 = corr1;
+          for (int k = 0; k < 4; ++k) {
+            const __m512i x = _mm512_loadu_si512(a + 64 * k);
+            d0 = _mm512_dpbusd_epi32(d0, x, w0[k]);
+            d1 = _mm512_dpbusd_epi32(d1, x, w1[k]);
+          }
+          const __m512 xs = _mm512_loadu_ps(reinterpret_cast<const float*>(a + kSetScaleOffset));
+          acc0[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), xs, acc0[j]);
+          acc1[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d1), xs, acc1[j]);
+        }
       }
+      for (int j = 0; j < NV; ++j) out0[j] = acc0[j], out1[j] = acc1[j];
     }
-    for (int j = 0; j < NV; ++j) out0[j] = acc0[j], out1[j] = acc1[j];
   }
 
   template <int NV>
