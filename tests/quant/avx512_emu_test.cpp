@@ -75,12 +75,14 @@ TEST(Avx512Emulated, MatvecMatchesOracleAndMatmulIsBitIdentical) {
 }
 
 // An emulated IDOT kernel on `format` weights (cols 32..1088: 1, 2, 3, 8, 12,
-// 17, 20, 34 groups; MXFP4 packs 16-row blocks of the last five), rows [r0, r1) of kRows: each vector vs the oracle, rows outside
-// untouched, and the 5-vector matmul == per-vector calls bit for bit.
+// 16, 17, 20, 32, 34 groups; MXFP4 packs 16-row blocks of 8, 12, 17, 20 and
+// 34, and takes 16 and 32 a whole chunk at a time), rows [r0, r1) of kRows:
+// each vector vs the oracle, rows outside untouched, and the 5-vector matmul
+// == per-vector calls bit for bit.
 // `tweak` may edit the weight bytes first.
 template <class Kernel, class Tweak>
 void checkEmulatedQ8(WeightFormat format, size_t seed, size_t r0, size_t r1, Kernel kernel, Tweak tweak) {
-  for (size_t cols : {32, 64, 96, 256, 384, 544, 640, 1088}) {
+  for (size_t cols : {32, 64, 96, 256, 384, 512, 544, 640, 1024, 1088}) {
     SCOPED_TRACE("cols=" + std::to_string(cols));
     auto t = k3test::quant::makeWeight(format, kRows, cols, cols + seed);
     tweak(t);

@@ -39,7 +39,7 @@ constexpr float kSentinel = 12345.0f;
 std::vector<size_t> colsFor(WeightFormat f) {
   switch (f) {
     case WeightFormat::I4G64: return {64, 192, 1088};
-    case WeightFormat::MXFP4: return {32, 96, 384, 480, 544, 1088};  // 8/4-group blocks and leftovers
+    case WeightFormat::MXFP4: return {32, 96, 384, 480, 512, 544, 1024, 1088};  // 8/4-group blocks, leftovers, whole 16-group chunks
     default: return {1, 7, 100, 256, 1001};
   }
 }
@@ -284,12 +284,12 @@ TEST(MatvecQ8, Int8RowCloseToExactPath) {
 // Row ranges change with the thread count and the pool's schedule, and the
 // AVX2 IDOT driver sums the lanes of 8 rows at once where it can and one row
 // at a time at a range's tail (the AVX-512 MXFP4 kernel packs 16-row blocks
-// of rows with 8, 12, 20 or 24 groups): a row's bits must not depend on
-// which. Each row alone ([r, r+1): always the one-row path) == the whole
+// of rows with 8, 12, 20 or 24 groups, and runs 16-row blocks of 16 or 32
+// groups a chunk at a time): a row's bits must not depend on which. Each row alone ([r, r+1): always the one-row path) == the whole
 // range, for 1 and 3 vectors.
 TEST(MatvecQ8, RowRangeDoesNotChangeBits) {
   for (WeightFormat f : {WeightFormat::MXFP4, WeightFormat::I4G64, WeightFormat::I8Row}) {
-    for (size_t cols : {256, 384, 512, 640, 768}) {
+    for (size_t cols : {256, 384, 512, 640, 768, 1024}) {
       TestWeight t = makeWeight(f, kRows, cols, cols + 3);
       const size_t groups = cols / 32, n = 3;
       auto X = k3test::quant::uniformFloats(n * cols, cols + 4);
