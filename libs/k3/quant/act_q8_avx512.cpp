@@ -63,12 +63,13 @@ size_t chunksOf(size_t groups) { return (groups + kChunkGroups - 1) / kChunkGrou
 // rows; the activations are re-laid once more in each of the C = lcm(G,
 // 16) / 16 rotations that occur. Used when a chunk never holds parts of
 // three rows (G = 8, 12 or G > 16) and C is small.
+constexpr size_t kMaxPackedRotations = 24, kMaxPackedGroups = kMaxPackedRotations * kChunkGroups;
 size_t packedChunksOf(size_t groups) {
   if (groups % kChunkGroups == 0 || !(groups == 8 || groups == 12 || groups > kChunkGroups)) return 0;
   size_t a = groups, b = kChunkGroups;  // gcd
   while (b) a %= b, std::swap(a, b);
   const size_t rotations = groups / a;
-  return rotations <= 24 ? rotations : 0;
+  return rotations <= kMaxPackedRotations ? rotations : 0;
 }
 
 // kLanesBelow[e]: the lanes (kLaneGroup order) of groups 0..e-1 of a chunk.
@@ -111,22 +112,27 @@ void relayoutChunk(const int8_t* x, const float* xs, size_t ng, int8_t* o) {
 }
 
 // One activation vector: its chunks in order, then (packed rows) its C
-// rotations.
+// rotations. Rotation k is the 16 groups from (16 k) mod G on, wrapping
+// around: each is a window of one copy of the groups laid out G + 16 long.
 void relayout(const int8_t* x, const float* xs, size_t groups, int8_t* out) {
   const size_t chunks = chunksOf(groups);
   for (size_t c = 0; c < chunks; ++c)
     relayoutChunk(x + 32 * kChunkGroups * c, xs + kChunkGroups * c,
                   std::min(kChunkGroups, groups - kChunkGroups * c), out + c * kChunkBytes);
   const size_t rotations = packedChunksOf(groups);
-  alignas(64) int8_t gx[32 * kChunkGroups];
-  float gs[kChunkGroups];
+  if (rotations == 0) return;
+  // packedChunksOf keeps G / gcd(G, 16) <= 24, so G <= 384.
+  alignas(64) int8_t wx[32 * (kMaxPackedGroups + kChunkGroups)];
+  float ws[kMaxPackedGroups + kChunkGroups];
+  for (size_t g = 0; g < groups + kChunkGroups;) {
+    const size_t take = std::min(groups, groups + kChunkGroups - g);
+    std::copy_n(x, 32 * take, wx + 32 * g);
+    std::copy_n(xs, take, ws + g);
+    g += take;
+  }
   for (size_t k = 0; k < rotations; ++k) {
-    for (size_t i = 0; i < kChunkGroups; ++i) {
-      const size_t g = (kChunkGroups * k + i) % groups;
-      std::copy_n(x + 32 * g, 32, gx + 32 * i);
-      gs[i] = xs[g];
-    }
-    relayoutChunk(gx, gs, kChunkGroups, out + (chunks + k) * kChunkBytes);
+    const size_t first = kChunkGroups * k % groups;
+    relayoutChunk(wx + 32 * first, ws + first, kChunkGroups, out + (chunks + k) * kChunkBytes);
   }
 }
 
