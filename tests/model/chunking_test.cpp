@@ -69,6 +69,33 @@ TEST(ModelChunking, LastLogitsEqualTheLastRowOfAllLogits) {
   EXPECT_EQ(s.history(), ids);
 }
 
+// Without all logits the last layer runs its attention outputs and MLP
+// only for the rows the head reads (none in a prompt's earlier chunks, the
+// last position in its final one), yet caches every position: decoding on
+// from such a prompt gives the teacher-forced bits, exact and int8
+// activations alike.
+TEST(ModelChunking, PrunedLastLayerStillCachesEveryPosition) {
+  for (bool int8 : {false, true}) {
+    k3::model::WeightOptions o;
+    o.int8Activations = int8;
+    auto w = k3::model::ModelWeights::open(container("small", 8), o);
+    ASSERT_FALSE(w->config().isKdaLayer(w->config().numLayers - 1)) << "the last layer is an MLA layer";
+    const size_t V = static_cast<size_t>(w->config().vocabSize);
+    const auto ids = testIds(37, static_cast<uint32_t>(V - 256), 5), more = testIds(4, static_cast<uint32_t>(V - 256), 6);
+    std::vector<int32_t> both = ids;
+    both.insert(both.end(), more.begin(), more.end());
+    const std::vector<float> all = teacherForced(*w, both, 8);
+    k3::model::Session s(*w, {2, 8, 64, 0});
+    s.feed(ids);  // five chunks: four cache-only passes of the last layer, then one row
+    EXPECT_EQ(std::memcmp(s.lastLogits(), &all[(ids.size() - 1) * V], V * sizeof(float)), 0) << "int8 " << int8;
+    for (size_t j = 0; j < more.size(); ++j) {
+      s.feed(std::span<const int32_t>(more).subspan(j, 1));
+      EXPECT_EQ(std::memcmp(s.lastLogits(), &all[(ids.size() + j) * V], V * sizeof(float)), 0)
+          << "int8 " << int8 << ", decode step " << j;
+    }
+  }
+}
+
 TEST(ModelChunking, ResetForgetsTheState) {
   auto w = k3::model::ModelWeights::open(container("tiny", 8));
   const size_t V = static_cast<size_t>(w->config().vocabSize);

@@ -48,10 +48,16 @@ void Forward::run(ModelState& st, const int32_t* ids, size_t n, bool allPosition
     attnRes_[t].clear();
   }
   PhaseClock clock(times);
+  // Past the last layer's attention only the rows the head reads are used:
+  // its attention outputs and MLP run for those (the last position, every
+  // position with allPositions, none without logits), while its cache or
+  // state still takes every row.
+  const size_t keepLast = !logits ? 0 : allPositions ? n : 1;
 
   for (int i = 0; i < c_.numLayers; ++i) {
     const LayerWeights& L = w_.layer(i);
     const bool startsBlock = i % c_.attnResBlockSize == 0;
+    const size_t keep = i + 1 == c_.numLayers ? keepLast : n, skip = n - keep;
 
     // Attention input: the AttnRes mix of the snapshots and the prefix (layer 0
     // has no snapshots and uses hidden as is); a new block snapshots the prefix.
@@ -70,11 +76,13 @@ void Forward::run(ModelState& st, const int32_t* ids, size_t n, bool allPosition
     if (L.kda)
       kda_.forward(L.kdaW, st.kda[static_cast<size_t>(i)], mixed_.data(), n, delta_.data(), pool);
     else
-      mla_.forward(L.mlaW, st.mla[static_cast<size_t>(i)], mixed_.data(), n, delta_.data(), pool);
+      mla_.forward(L.mlaW, st.mla[static_cast<size_t>(i)], mixed_.data(), n, &delta_[skip * D_], pool, keep);
     clock.lap(L.kda ? Phase::kKda : Phase::kMla);
+    if (keep == 0) continue;
 
     // A new block restarts the in-block sum; then the MLP input mix.
-    pool.forEach(n, [&](size_t t) {
+    pool.forEach(keep, [&](size_t k) {
+      const size_t t = skip + k;
       float* prefix = &prefix_[t * D_];
       const float* a = &delta_[t * D_];
       if (startsBlock)
@@ -87,13 +95,13 @@ void Forward::run(ModelState& st, const int32_t* ids, size_t n, bool allPosition
     });
     clock.lap(Phase::kAttnResMix);
     if (L.moe) {
-      moe_.forward(L.moeW, i, mixed_.data(), n, delta_.data(), pool, residency, times);
+      moe_.forward(L.moeW, i, &mixed_[skip * D_], keep, &delta_[skip * D_], pool, residency, times);
       clock = PhaseClock(times);  // MoeLayer timed its own phases
     } else {
-      dense_.forward(L.denseW, mixed_.data(), n, delta_.data(), pool);
+      dense_.forward(L.denseW, &mixed_[skip * D_], keep, &delta_[skip * D_], pool);
       clock.lap(Phase::kDenseMlp);
     }
-    for (size_t i2 = 0; i2 < n * D_; ++i2) prefix_[i2] += delta_[i2];
+    for (size_t i2 = skip * D_; i2 < n * D_; ++i2) prefix_[i2] += delta_[i2];
   }
   clock.lap(Phase::kAttnResMix);
   st.position += n;

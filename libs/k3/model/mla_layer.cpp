@@ -33,15 +33,23 @@ MlaLayer::MlaLayer(const ModelConfig& c, size_t maxChunk, size_t threads, size_t
 }
 
 void MlaLayer::forward(const MlaWeights& w, MlaCache& cache, const float* x, size_t n, float* out,
-                       ThreadPool& pool) {
+                       ThreadPool& pool, size_t keep) {
   const size_t pos0 = cache.length;
   if (pos0 + n > maxContext_ || pos0 + n > cache.cap)
     fail(ErrorKind::Usage, "context limit reached: ", pos0 + n, " positions > --ctx ", maxContext_);
-  // The three projections of x in one fork-join.
-  linear(pool, {LinearJob{&w.qa, x, qa_.data()}, LinearJob{&w.kva, x, ckv_.data()}, LinearJob{&w.g, x, gate_.data()}},
-         n);
-  for (size_t t = 0; t < n; ++t) rmsNorm(&qa_[t * qr_], w.qaNorm.data(), qr_, eps_, &qa_[t * qr_]);
-  linear(pool, w.qb, qa_.data(), n, Q_.data());
+  if (keep > n) fail(ErrorKind::Internal, "MlaLayer::forward: ", keep, " of ", n, " rows kept");
+  // The three projections of x in one fork-join; queries and gates only for
+  // the kept rows (rows [0, keep) of their buffers).
+  const float* xk = x + (n - keep) * D_;
+  if (keep == n)
+    linear(pool, {LinearJob{&w.qa, x, qa_.data()}, LinearJob{&w.kva, x, ckv_.data()}, LinearJob{&w.g, x, gate_.data()}},
+           n);
+  else {
+    linear(pool, w.kva, x, n, ckv_.data());
+    if (keep > 0) linear(pool, {LinearJob{&w.qa, xk, qa_.data()}, LinearJob{&w.g, xk, gate_.data()}}, keep);
+  }
+  for (size_t t = 0; t < keep; ++t) rmsNorm(&qa_[t * qr_], w.qaNorm.data(), qr_, eps_, &qa_[t * qr_]);
+  if (keep > 0) linear(pool, w.qb, qa_.data(), keep, Q_.data());
   // Append the whole chunk to the cache first; token t then sees 0..pos0+t.
   for (size_t t = 0; t < n; ++t) {
     const float* c = &ckv_[t * (kvr_ + rope_)];
@@ -49,10 +57,11 @@ void MlaLayer::forward(const MlaWeights& w, MlaCache& cache, const float* x, siz
     std::copy_n(c + kvr_, rope_, &cache.R[(pos0 + t) * rope_]);
   }
   cache.length = pos0 + n;
+  if (keep == 0) return;
   pool.run([&](size_t tid, size_t nt) {
-    heads(w, cache, pos0, n, H_ * tid / nt, H_ * (tid + 1) / nt, tmp_.data() + tid * tmpPerThread_);
+    heads(w, cache, pos0 + n - keep, keep, H_ * tid / nt, H_ * (tid + 1) / nt, tmp_.data() + tid * tmpPerThread_);
   });
-  linear(pool, w.o, ctx_.data(), n, out);
+  linear(pool, w.o, ctx_.data(), keep, out);
 }
 
 void MlaLayer::heads(const MlaWeights& w, const MlaCache& cache, size_t pos0, size_t n, size_t h0, size_t h1,

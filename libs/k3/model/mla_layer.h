@@ -28,8 +28,14 @@ class MlaLayer {
  public:
   MlaLayer(const ModelConfig& c, size_t maxChunk, size_t threads, size_t maxContext);
 
-  // x: [n × D] normed inputs for positions cache.length … +n−1; out: [n × D].
-  void forward(const MlaWeights& w, MlaCache& cache, const float* x, size_t n, float* out, ThreadPool& pool);
+  // x: [n × D] normed inputs for positions cache.length … +n−1. All n go
+  // into the cache; out: [keep × D], the outputs of the last `keep` rows
+  // (keep ≤ n; 0: the cache only).
+  void forward(const MlaWeights& w, MlaCache& cache, const float* x, size_t n, float* out, ThreadPool& pool,
+               size_t keep);
+  void forward(const MlaWeights& w, MlaCache& cache, const float* x, size_t n, float* out, ThreadPool& pool) {
+    forward(w, cache, x, n, out, pool, n);
+  }
 
  private:
   void heads(const MlaWeights& w, const MlaCache& cache, size_t pos0, size_t n, size_t h0, size_t h1,
