@@ -33,7 +33,7 @@ using namespace k3;
 using namespace k3::model;
 
 struct Args {
-  std::string dir, prompt, system, ids, logitsOut, perplexity;
+  std::string dir, prompt, system, ids, promptIds, logitsOut, perplexity;
   bool chat = false, think = true, json = false, noBos = false, preload = false;
   size_t maxTokens = 256, threads = 0, chunk = 64, ctx = 4096;
   float temp = 0.0f, topP = 1.0f;
@@ -43,12 +43,12 @@ struct Args {
   std::string activations = "f32";
 };
 
-std::vector<int32_t> parseIds(const std::string& spec) {
+std::vector<int32_t> parseIds(const std::string& spec, const char* flag) {
   std::string text = spec;
   std::error_code ec;  // a long id list is not a valid path: no error, not a file
   if (std::filesystem::is_regular_file(spec, ec)) {  // a file of ids
     std::ifstream in(spec);
-    if (!in) fail(ErrorKind::Io, spec, ": cannot read the --ids file");
+    if (!in) fail(ErrorKind::Io, spec, ": cannot read the ", flag, " file");
     std::ostringstream ss;
     ss << in.rdbuf();
     text = ss.str();
@@ -58,15 +58,15 @@ std::vector<int32_t> parseIds(const std::string& spec) {
   for (char c : text + ",") {
     if (c >= '0' && c <= '9') {
       v = (v < 0 ? 0 : v * 10) + (c - '0');
-      if (v > INT32_MAX) fail(ErrorKind::Usage, "--ids: id too large");
+      if (v > INT32_MAX) fail(ErrorKind::Usage, flag, ": id too large");
     } else if (c == ',' || c == ' ' || c == '\n' || c == '\t' || c == '\r') {
       if (v >= 0) ids.push_back(static_cast<int32_t>(v));
       v = -1;
     } else {
-      fail(ErrorKind::Usage, "--ids: unexpected character '", c, "' in ", spec);
+      fail(ErrorKind::Usage, flag, ": unexpected character '", c, "' in ", spec);
     }
   }
-  if (ids.empty()) fail(ErrorKind::Usage, "--ids: no token ids in ", spec);
+  if (ids.empty()) fail(ErrorKind::Usage, flag, ": no token ids in ", spec);
   return ids;
 }
 
@@ -195,12 +195,16 @@ int runMain(const Args& a) {
   const ModelConfig& cfg = weights->config();
   // Experts stay on demand when their memory is bounded.
   if (a.preload) weights->prefault(a.expertGb <= 0.0);
-  const bool needTokenizer = !a.prompt.empty() || a.chat || !a.perplexity.empty();
+  if (!a.promptIds.empty() && (!a.prompt.empty() || a.chat || !a.ids.empty() || !a.perplexity.empty()))
+    fail(ErrorKind::Usage, "--prompt-ids goes alone: not with -p, --chat, --ids or --perplexity");
+  const bool needTokenizer = !a.prompt.empty() || a.chat || !a.perplexity.empty() || (!a.promptIds.empty() && !a.json);
   std::optional<tok::Tokenizer> tok;
   if (needTokenizer) tok.emplace(tok::Tokenizer::fromDirectory(a.dir));
 
   std::vector<int32_t> forced;
-  if (!a.ids.empty()) forced = parseIds(a.ids);
+  if (!a.ids.empty()) forced = parseIds(a.ids, "--ids");
+  std::vector<int32_t> promptIds;
+  if (!a.promptIds.empty()) promptIds = parseIds(a.promptIds, "--prompt-ids");
   if (!a.perplexity.empty()) {
     const auto enc = tok->encode(readText(a.perplexity), false);
     if (cfg.bosTokenId && !a.noBos) forced.push_back(static_cast<int32_t>(*cfg.bosTokenId));
@@ -210,7 +214,7 @@ int runMain(const Args& a) {
   SessionOptions so;
   so.threads = a.threads;
   so.chunk = a.chunk;
-  so.maxContext = std::max(a.ctx, forced.size() + 1);
+  so.maxContext = std::max(a.ctx, std::max(forced.size(), promptIds.size()) + 1);
   so.expertBudget = static_cast<uint64_t>(a.expertGb * 1e9);
   Session session(*weights, so);
 
@@ -285,10 +289,13 @@ int runMain(const Args& a) {
     return 0;
   }
 
-  if (a.prompt.empty()) fail(ErrorKind::Usage, "nothing to do: give -p PROMPT, --chat, --ids or --perplexity");
-  std::vector<int32_t> ids;
-  if (cfg.bosTokenId && !a.noBos) ids.push_back(static_cast<int32_t>(*cfg.bosTokenId));
-  for (uint32_t id : tok->encode(a.prompt, false)) ids.push_back(static_cast<int32_t>(id));
+  if (a.prompt.empty() && promptIds.empty())
+    fail(ErrorKind::Usage, "nothing to do: give -p PROMPT, --prompt-ids, --chat, --ids or --perplexity");
+  std::vector<int32_t> ids = promptIds;  // --prompt-ids: fed as given, no BOS added
+  if (ids.empty()) {
+    if (cfg.bosTokenId && !a.noBos) ids.push_back(static_cast<int32_t>(*cfg.bosTokenId));
+    for (uint32_t id : tok->encode(a.prompt, false)) ids.push_back(static_cast<int32_t>(id));
+  }
   session.feed(ids);
   GenerateResult g = generate(session, sampler, gen, [&](int32_t id) {
     if (std::find(gen.stopIds.begin(), gen.stopIds.end(), id) != gen.stopIds.end()) return;
@@ -315,6 +322,8 @@ int main(int argc, char** argv) {
   app.add_option("--system", a.system, "system message (chat)");
   app.add_flag("--think,!--no-think", a.think, "chat: thinking channel on (default) or off");
   app.add_option("--ids", a.ids, "teacher-forced token ids: comma list or a file");
+  app.add_option("--prompt-ids", a.promptIds,
+                 "prompt as token ids (comma list or a file, fed as given), then generate like -p");
   app.add_option("--logits-out", a.logitsOut, "with --ids: write f32 logits [positions x vocab] (.zst: zstd)");
   app.add_option("--perplexity", a.perplexity, "text file: teacher-forced perplexity");
   app.add_option("-n,--max-tokens", a.maxTokens, "tokens to generate (default 256)");

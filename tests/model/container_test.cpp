@@ -122,7 +122,7 @@ TEST(ModelContainer, RefusesATruncatedExpert) {
 TEST(ModelCli, HelpVersionAndUsageErrors) {
   RunResult h = runTool("k3-run", {"--help"});
   EXPECT_EQ(h.exitCode, 0);
-  for (const char* flag : {"--chat", "--ids", "--logits-out", "--perplexity", "--expert-gb", "--top-p", "--seed"})
+  for (const char* flag : {"--chat", "--ids", "--prompt-ids", "--logits-out", "--perplexity", "--expert-gb", "--top-p", "--seed"})
     EXPECT_NE(h.out.find(flag), std::string::npos) << flag;
   RunResult v = runTool("k3-run", {"--version"});
   EXPECT_EQ(v.exitCode, 0);

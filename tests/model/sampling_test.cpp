@@ -141,5 +141,36 @@ TEST(ModelGenerate, CliSameSeedSameTextAndGreedyRepeats) {
   EXPECT_NE(runIt({"--temp", "1.5", "--seed", "5"}), runIt({"--temp", "1.5", "--seed", "6"}));
 }
 
+// --prompt-ids feeds the ids as the prompt (no BOS added) and generates as
+// -p does: greedy, the in-process session's tokens, whatever --chunk (a
+// prompt of 10 in chunks of 4 runs the last layer cache-only twice).
+TEST(ModelGenerate, CliPromptIdsGenerateLikeTheSession) {
+  const std::string dir = container("tiny", 8);
+  const auto prompt = testIds(10, 500, 77);
+  const auto want = generateTokens(dir, {}, 12);
+  auto list = [](const char* key, const std::vector<int32_t>& v) {
+    std::string s = std::string("\"") + key + "\":[";
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i) s += ',';
+      s += std::to_string(v[i]);
+    }
+    return s;
+  };
+  const std::string wantJson = list("tokens", want), promptJson = list("prompt_ids", prompt);
+  for (const char* chunk : {"4", "64"}) {
+    RunResult r = runTool("k3-run", {dir, "--prompt-ids", idsText(prompt), "-n", "12", "--chunk", chunk, "--json"});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_NE(r.out.find(wantJson + "]"), std::string::npos) << "--chunk " << chunk << ": " << r.out;
+    EXPECT_NE(r.out.find(promptJson + "]"), std::string::npos) << r.out;
+  }
+  RunResult text = runTool("k3-run", {dir, "--prompt-ids", idsText(prompt), "-n", "4"});
+  EXPECT_EQ(text.exitCode, 0) << text.err;
+  EXPECT_EQ(runTool("k3-run", {dir, "--prompt-ids", "1,2", "-p", "hello"}).exitCode, 2);
+  EXPECT_EQ(runTool("k3-run", {dir, "--prompt-ids", "1,2", "--ids", "1,2"}).exitCode, 2);
+  RunResult bad = runTool("k3-run", {dir, "--prompt-ids", "1,x"});
+  EXPECT_EQ(bad.exitCode, 2);
+  EXPECT_NE(bad.err.find("--prompt-ids"), std::string::npos) << bad.err;
+}
+
 }  // namespace
 }  // namespace k3test::model
