@@ -41,10 +41,10 @@ void MlaLayer::forward(const MlaWeights& w, MlaCache& cache, const float* x, siz
   // The three projections of x in one fork-join; queries and gates only for
   // the kept rows (rows [0, keep) of their buffers).
   const float* xk = x + (n - keep) * D_;
-  if (keep == n)
+  if (keep == n) {
     linear(pool, {LinearJob{&w.qa, x, qa_.data()}, LinearJob{&w.kva, x, ckv_.data()}, LinearJob{&w.g, x, gate_.data()}},
            n);
-  else {
+  } else {
     linear(pool, w.kva, x, n, ckv_.data());
     if (keep > 0) linear(pool, {LinearJob{&w.qa, xk, qa_.data()}, LinearJob{&w.g, xk, gate_.data()}}, keep);
   }

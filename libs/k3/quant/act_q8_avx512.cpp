@@ -187,7 +187,9 @@ struct Mxfp4G16Rows {
     return _mm512_cvtepi32_ps(_mm512_add_epi32(d0, d1));
   }
 
-  // chunkDots with the activation chunk in registers (A, corr).
+  // chunkDots with the activation chunk in registers (A, corr). Not the
+  // other way round: chunkDots as loads into an array and dotsOf made GCC
+  // 12 slower on the packed rows (512 x 384, 8 vectors: 104 -> 97 G/s).
   static __m512 dotsOf(const __m512i (&W)[8], const __m512i (&A)[8], __m512i corr) {
     __m512i d0 = corr, d1 = _mm512_setzero_si512();
     d0 = _mm512_dpbusd_epi32(d0, W[0], A[0]);
