@@ -197,6 +197,8 @@ int runMain(const Args& a) {
   if (a.preload) weights->prefault(a.expertGb <= 0.0);
   if (!a.promptIds.empty() && (!a.prompt.empty() || a.chat || !a.ids.empty() || !a.perplexity.empty()))
     fail(ErrorKind::Usage, "--prompt-ids goes alone: not with -p, --chat, --ids or --perplexity");
+  if (!a.logitsOut.empty() && a.ids.empty() && a.perplexity.empty())
+    fail(ErrorKind::Usage, "--logits-out writes teacher-forced logits: it needs --ids or --perplexity");
   const bool needTokenizer = !a.prompt.empty() || a.chat || !a.perplexity.empty() || (!a.promptIds.empty() && !a.json);
   std::optional<tok::Tokenizer> tok;
   if (needTokenizer) tok.emplace(tok::Tokenizer::fromDirectory(a.dir));
@@ -324,7 +326,8 @@ int main(int argc, char** argv) {
   app.add_option("--ids", a.ids, "teacher-forced token ids: comma list or a file");
   app.add_option("--prompt-ids", a.promptIds,
                  "prompt as token ids (comma list or a file, fed as given), then generate like -p");
-  app.add_option("--logits-out", a.logitsOut, "with --ids: write f32 logits [positions x vocab] (.zst: zstd)");
+  app.add_option("--logits-out", a.logitsOut,
+                 "with --ids or --perplexity: write f32 logits [positions x vocab] (.zst: zstd)");
   app.add_option("--perplexity", a.perplexity, "text file: teacher-forced perplexity");
   app.add_option("-n,--max-tokens", a.maxTokens, "tokens to generate (default 256)");
   app.add_option("--temp", a.temp, "temperature; 0 = greedy (default)");

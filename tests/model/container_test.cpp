@@ -129,6 +129,10 @@ TEST(ModelCli, HelpVersionAndUsageErrors) {
   EXPECT_NE(v.out.find(K3KIT_VERSION), std::string::npos);
   RunResult bad = runTool("k3-run", {container("tiny", 8), "--ids", "1,x"});
   EXPECT_EQ(bad.exitCode, 2);
+  // --logits-out only with teacher-forced runs (it was silently ignored).
+  RunResult stray = runTool("k3-run", {container("tiny", 8), "-p", "hi", "-n", "1", "--logits-out", "x.f32"});
+  EXPECT_EQ(stray.exitCode, 2);
+  EXPECT_NE(stray.err.find("--logits-out"), std::string::npos) << stray.err;
   RunResult oov = runTool("k3-run", {container("tiny", 8), "--ids", "1,100000"});
   EXPECT_NE(oov.exitCode, 0);
   EXPECT_NE(oov.err.find("outside the vocabulary"), std::string::npos) << oov.err;
