@@ -38,14 +38,15 @@ void MlaLayer::forward(const MlaWeights& w, MlaCache& cache, const float* x, siz
   if (pos0 + n > maxContext_ || pos0 + n > cache.cap)
     fail(ErrorKind::Usage, "context limit reached: ", pos0 + n, " positions > --ctx ", maxContext_);
   if (keep > n) fail(ErrorKind::Internal, "MlaLayer::forward: ", keep, " of ", n, " rows kept");
-  // The three projections of x in one fork-join; queries and gates only for
-  // the kept rows (rows [0, keep) of their buffers).
-  const float* xk = x + (n - keep) * D_;
+  // Every row kept: the three projections of x in one fork-join. Otherwise
+  // the cache's projection for all rows, then queries and gates for the
+  // kept ones (into rows [0, keep) of their buffers).
   if (keep == n) {
     linear(pool, {LinearJob{&w.qa, x, qa_.data()}, LinearJob{&w.kva, x, ckv_.data()}, LinearJob{&w.g, x, gate_.data()}},
            n);
   } else {
     linear(pool, w.kva, x, n, ckv_.data());
+    const float* xk = x + (n - keep) * D_;
     if (keep > 0) linear(pool, {LinearJob{&w.qa, xk, qa_.data()}, LinearJob{&w.g, xk, gate_.data()}}, keep);
   }
   for (size_t t = 0; t < keep; ++t) rmsNorm(&qa_[t * qr_], w.qaNorm.data(), qr_, eps_, &qa_[t * qr_]);

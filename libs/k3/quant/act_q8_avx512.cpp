@@ -278,13 +278,14 @@ struct Mxfp4G16Rows {
   // false otherwise.
   template <int NV>
   bool block16(size_t r, size_t v0, __m512 (*acc)[16]) const {
-    const size_t groups = cols / kMxfp4Group, rotations = packedChunksOf(groups);
+    const size_t groups = cols / kMxfp4Group;
     if (r % 16 != 0) return false;
     if (groups % kChunkGroups == 0) {
       if (NV <= 2 && groups > kChunkGroups) return false;
       wholeChunks16<NV>(r, v0, acc);
       return true;
     }
+    const size_t rotations = packedChunksOf(groups);
     if (rotations == 0) return false;
     const uint8_t* p = data + r * cols / 2;
     const uint8_t* s = scales + r * groups;
