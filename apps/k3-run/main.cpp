@@ -35,7 +35,7 @@ using namespace k3::model;
 struct Args {
   std::string dir, prompt, system, ids, promptIds, logitsOut, perplexity;
   bool chat = false, think = true, json = false, noBos = false, preload = false;
-  size_t maxTokens = 256, threads = 0, chunk = 64, ctx = 4096;
+  size_t maxTokens = 256, threads = 0, chunk = 128, ctx = 4096;
   float temp = 0.0f, topP = 1.0f;
   int topK = 0;
   uint64_t seed = 0;
@@ -336,7 +336,7 @@ int main(int argc, char** argv) {
   app.add_option("--seed", a.seed, "sampling seed (same seed, same sample)");
   app.add_option("--expert-gb", a.expertGb, "bound on resident routed-expert memory, GB (0 = none)");
   app.add_option("--threads", a.threads, "threads (0 = all cores)");
-  app.add_option("--chunk", a.chunk, "prefill chunk size in tokens (default 64)")->check(CLI::PositiveNumber);
+  app.add_option("--chunk", a.chunk, "prefill chunk size in tokens (default 128)")->check(CLI::PositiveNumber);
   app.add_option("--ctx", a.ctx, "context capacity in tokens (default 4096)")->check(CLI::PositiveNumber);
   app.add_option("--activations", a.activations,
                  "f32 (default, exact) or int8: activations quantised per 32 values into integer-dot "

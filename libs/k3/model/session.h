@@ -20,7 +20,11 @@ namespace k3::model {
 
 struct SessionOptions {
   size_t threads = 0;          // 0: all cores
-  size_t chunk = 64;           // prefill chunk (tokens per layer-major pass)
+  // Prefill chunk (tokens per layer-major pass). A chunk reads each of its
+  // unique experts once, so larger chunks read fewer expert bytes per token;
+  // 128 measured best on medium at 128 and 512 prompt tokens (×1.08 and
+  // ×1.07 over 64; 256 ×1.03). Scratch grows ~2.2 MB per token for K3.
+  size_t chunk = 128;
   size_t maxContext = 4096;    // MLA cache capacity (positions)
   uint64_t expertBudget = 0;   // bytes of routed experts kept resident; 0 = no bound
 };
