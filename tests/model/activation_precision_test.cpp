@@ -168,8 +168,8 @@ TEST(ActivationPrecision, MoeQuantisesLatentRowsOnceWithTheSameBits) {
     for (size_t tokens : {size_t(1), n}) {
       std::vector<float> once(tokens * D), each(tokens * D);
       k3::model::ExpertResidency r1(*w, budget), r2(*w, budget);
-      k3::model::MoeLayer(c, n, true).forward(mw, layer, x.data(), tokens, once.data(), pool, r1);
-      k3::model::MoeLayer(c, n, false).forward(mw, layer, x.data(), tokens, each.data(), pool, r2);
+      k3::model::MoeLayer(c, n, pool.size(), true).forward(mw, layer, x.data(), tokens, once.data(), pool, r1);
+      k3::model::MoeLayer(c, n, pool.size(), false).forward(mw, layer, x.data(), tokens, each.data(), pool, r2);
       EXPECT_EQ(0, std::memcmp(once.data(), each.data(), once.size() * sizeof(float)))
           << tokens << " tokens, budget " << budget;
       EXPECT_GT(std::abs(once[0]) + std::abs(once[D - 1]), 0.0f);  // the layer did run

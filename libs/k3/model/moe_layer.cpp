@@ -5,6 +5,7 @@
 #include <exception>
 #include <mutex>
 
+#include "k3/io/error.h"
 #include "k3/model/linear.h"
 #include "k3/model/ops.h"
 #include "k3/quant/act_q8.h"
@@ -35,7 +36,7 @@ void routeToken(const float* routerLogits, const float* scoreBias, int numExpert
   for (int k = 0; k < topK; ++k) weights[k] /= (sum + 1e-20f);
 }
 
-MoeLayer::MoeLayer(const ModelConfig& c, size_t maxChunk, bool int8Activations)
+MoeLayer::MoeLayer(const ModelConfig& c, size_t maxChunk, size_t threads, bool int8Activations)
     : D_(c.hiddenSize), E_(c.numExperts), k_(c.numExpertsPerToken), lat_(c.latentSize),
       inter_(c.moeIntermediateSize), ish_(c.sharedIntermediate()), b1_(c.situBeta),
       b2_(c.situLinearBeta), eps_(c.rmsNormEps),
@@ -61,8 +62,9 @@ MoeLayer::MoeLayer(const ModelConfig& c, size_t maxChunk, bool int8Activations)
   } else {
     zg_.resize(pairs * lat_);
   }
-  h1_.resize(pairs * inter_);
-  h3_.resize(pairs * inter_);
+  hPerThread_ = maxChunk * inter_;
+  h1_.resize(threads * hPerThread_);
+  h3_.resize(threads * hPerThread_);
   y2_.resize(pairs * lat_);
   sg_.resize(maxChunk * ish_);
   su_.resize(maxChunk * ish_);
@@ -71,6 +73,8 @@ MoeLayer::MoeLayer(const ModelConfig& c, size_t maxChunk, bool int8Activations)
 
 void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n, float* out,
                        ThreadPool& pool, ExpertResidency& residency, PhaseTimes* times) {
+  if (pool.size() * hPerThread_ > h1_.size())
+    fail(ErrorKind::Internal, "MoeLayer::forward: a pool of ", pool.size(), " threads for ", h1_.size() / hPerThread_);
   PhaseClock clock(times);
   // 1–3. Route every token of the chunk. With every expert mapped the
   // projections of x that do not depend on the routing share the router's
@@ -158,10 +162,10 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
         return rowBegin_[size_t(a) + 1] - rowBegin_[size_t(a)] > rowBegin_[size_t(b) + 1] - rowBegin_[size_t(b)];
       });
     std::atomic<size_t> nextExpert{0};
-    pool.run([&](size_t, size_t) {
+    pool.run([&](size_t tid, size_t) {
       for (size_t i; (i = nextExpert.fetch_add(1, std::memory_order_relaxed)) < U;) {
         const size_t u = static_cast<size_t>(order_[i]);
-        runExpert(*acquired_[u], u);
+        runExpert(*acquired_[u], u, tid);
       }
     });
   } else {
@@ -170,9 +174,9 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
     // The pool cannot carry an exception across threads: keep the first.
     std::exception_ptr failed;
     std::mutex failedMu;
-    pool.run([&](size_t, size_t) {
+    pool.run([&](size_t tid, size_t) {
       try {
-        while (ExpertLease l = residency.next()) runExpert(l.weights(), l.index());
+        while (ExpertLease l = residency.next()) runExpert(l.weights(), l.index(), tid);
       } catch (...) {
         std::lock_guard<std::mutex> lock(failedMu);
         if (!failed) failed = std::current_exception();
@@ -199,20 +203,22 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
   clock.lap(Phase::kMoeCombine);
 }
 
-void MoeLayer::runExpert(const ExpertWeights& e, size_t u) {
+void MoeLayer::runExpert(const ExpertWeights& e, size_t u, size_t tid) {
   const size_t r0 = rowBegin_[u], m = rowBegin_[u + 1] - r0;
+  float* h1 = &h1_[tid * hPerThread_];
+  float* h3 = &h3_[tid * hPerThread_];
   auto apply = [&](const WeightView& w, const float* X, float* Y) { linearRows(w, X, m, Y, 0, w.rows); };
   if (q8_) {
     const int8_t* xq = &zq_[r0 * lat_];
     const float* xs = &zs_[r0 * lat_ / quant::kQ8Group];
-    linearRowsQ8(e.w1, xq, xs, m, &h1_[r0 * inter_], 0, e.w1.rows);
-    linearRowsQ8(e.w3, xq, xs, m, &h3_[r0 * inter_], 0, e.w3.rows);
+    linearRowsQ8(e.w1, xq, xs, m, h1, 0, e.w1.rows);
+    linearRowsQ8(e.w3, xq, xs, m, h3, 0, e.w3.rows);
   } else {
-    apply(e.w1, &zg_[r0 * lat_], &h1_[r0 * inter_]);
-    apply(e.w3, &zg_[r0 * lat_], &h3_[r0 * inter_]);
+    apply(e.w1, &zg_[r0 * lat_], h1);
+    apply(e.w3, &zg_[r0 * lat_], h3);
   }
-  situGlu(&h1_[r0 * inter_], &h3_[r0 * inter_], m * inter_, b1_, b2_, &h1_[r0 * inter_]);
-  apply(e.w2, &h1_[r0 * inter_], &y2_[r0 * lat_]);
+  situGlu(h1, h3, m * inter_, b1_, b2_, h1);
+  apply(e.w2, h1, &y2_[r0 * lat_]);
 }
 
 }  // namespace k3::model

@@ -32,8 +32,8 @@ class MoeLayer {
  public:
   // int8Activations: the routed experts take int8 activations (WeightOptions);
   // each token's latent row is then quantised once, not once per expert and
-  // matrix.
-  MoeLayer(const ModelConfig& c, size_t maxChunk, bool int8Activations = false);
+  // matrix. threads: at least the size of the pools forward() is given.
+  MoeLayer(const ModelConfig& c, size_t maxChunk, size_t threads, bool int8Activations);
 
   // x: [n × D] normed inputs, out: [n × D]. Experts are reached through
   // `residency`. Adds its phases' time to `times` unless null.
@@ -41,8 +41,8 @@ class MoeLayer {
                ExpertResidency& residency, PhaseTimes* times = nullptr);
 
  private:
-  // Expert unique_[u] over its gathered rows [rowBegin_[u], rowBegin_[u+1]), on this thread.
-  void runExpert(const ExpertWeights& e, size_t u);
+  // Expert unique_[u] over its gathered rows [rowBegin_[u], rowBegin_[u+1]), on pool thread tid.
+  void runExpert(const ExpertWeights& e, size_t u, size_t tid);
 
   size_t D_, E_, k_, lat_, inter_, ish_;
   float b1_, b2_, eps_;
@@ -58,7 +58,12 @@ class MoeLayer {
   std::vector<float> rowWeight_;
   std::vector<size_t> pairOf_;               // [n × k]: token t's pairs, ascending after the gather
   std::vector<const ExpertWeights*> acquired_;
-  std::vector<float> zg_, h1_, h3_, y2_;     // [pairs × latent / inter]
+  std::vector<float> zg_, y2_;               // [pairs × latent]
+  // Per pool thread [maxChunk × inter] (an expert has at most one row per
+  // token): w1 and w3's outputs live only inside runExpert, so each thread
+  // writes the same few cache lines expert after expert.
+  std::vector<float> h1_, h3_;
+  size_t hPerThread_;
   std::vector<int8_t> zq_;                   // q8_: [pairs × latent] the latent rows quantised
   std::vector<float> zs_;                    // q8_: [pairs × latent / 32] their group scales
   std::vector<float> sg_, su_, sy_;          // shared experts
