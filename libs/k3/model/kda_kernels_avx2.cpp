@@ -36,37 +36,61 @@ inline void slotsToWindows(const __m256 s[4], float* p) {
   _mm256_storeu_ps(p + 24, _mm256_shuffle_ps(u1, u3, 0xEE));
 }
 
-// One column block [j0, j0 + 8·NV) of the delta rule. Every column of S is
-// independent (kS_j, δ_j, o_j use column j only), and each lane accumulates
-// over the key rows a = 0..d−1 in order, like the scalar reference; only
-// FMA contraction differs from it. Two passes over a block that stays in L1;
-// the first does not store the decayed rows, the second recomputes them (the
-// same multiply, so the same bits) and stores once: the stores bound the
-// loop (d = 128, 64 tokens: 2.41 -> 2.06 us per token and head).
+// One column block [j0, j0 + 8·NV) of the delta rule, for n tokens in order.
+// Every column of S is independent (kS_j, δ_j, o_j use column j only), and
+// each lane accumulates over the key rows a = 0..d−1 in order, like the
+// scalar reference; only FMA contraction differs from it. Token t's second
+// pass over the rows (decay, rank-1 write along k, read with q) also reads
+// token t+1's kS from the rows it has just written, so n tokens take n + 1
+// passes over a block that stays in L1, with one load and one store per
+// element and pass. The decayed rows are not stored between the two uses of
+// a token: its write pass recomputes them (the same multiply, the same bits).
+// d = 128, 64 tokens, one thread, us per token and head: two passes per
+// token storing twice 2.41, storing once 2.06-2.43, this 1.60-1.64.
 template <int NV>
-inline void deltaColumns(float* S, size_t d, size_t j0, const float* alpha, const float* k, const float* q,
-                         const float* v, float beta, float* o) {
-  __m256 acc[NV];
-  for (int u = 0; u < NV; ++u) acc[u] = _mm256_setzero_ps();
-  for (size_t a = 0; a < d; ++a) {  // read kS of the decayed rows
+inline void deltaColumns(float* S, size_t d, size_t j0, size_t n, const float* alpha, const float* k,
+                         const float* q, const float* v, size_t stride, const float* beta, float* o) {
+  __m256 kS[NV];  // token t's kS, then its δ
+  for (int u = 0; u < NV; ++u) kS[u] = _mm256_setzero_ps();
+  for (size_t a = 0; a < d; ++a) {  // token 0: kS of the decayed rows
     const float* row = S + a * d + j0;
     const __m256 al = _mm256_set1_ps(alpha[a]), ka = _mm256_set1_ps(k[a]);
-    for (int u = 0; u < NV; ++u) acc[u] = _mm256_fmadd_ps(ka, _mm256_mul_ps(_mm256_loadu_ps(row + 8 * u), al), acc[u]);
+    for (int u = 0; u < NV; ++u) kS[u] = _mm256_fmadd_ps(ka, _mm256_mul_ps(_mm256_loadu_ps(row + 8 * u), al), kS[u]);
   }
-  const __m256 vb = _mm256_set1_ps(beta);
-  for (int u = 0; u < NV; ++u) acc[u] = _mm256_mul_ps(vb, _mm256_sub_ps(_mm256_loadu_ps(v + j0 + 8 * u), acc[u]));
-  __m256 out[NV];
-  for (int u = 0; u < NV; ++u) out[u] = _mm256_setzero_ps();
-  for (size_t a = 0; a < d; ++a) {  // decay, rank-1 write along k, read with q
-    float* row = S + a * d + j0;
-    const __m256 al = _mm256_set1_ps(alpha[a]), ka = _mm256_set1_ps(k[a]), qa = _mm256_set1_ps(q[a]);
-    for (int u = 0; u < NV; ++u) {
-      const __m256 r = _mm256_fmadd_ps(ka, acc[u], _mm256_mul_ps(_mm256_loadu_ps(row + 8 * u), al));
-      _mm256_storeu_ps(row + 8 * u, r);
-      out[u] = _mm256_fmadd_ps(qa, r, out[u]);
+  for (size_t t = 0; t < n; ++t) {
+    const float* al0 = alpha + t * d;
+    const float* k0 = k + t * d;
+    const float* q0 = q + t * d;
+    const __m256 vb = _mm256_set1_ps(beta[t]);
+    for (int u = 0; u < NV; ++u)
+      kS[u] = _mm256_mul_ps(vb, _mm256_sub_ps(_mm256_loadu_ps(v + t * stride + j0 + 8 * u), kS[u]));
+    __m256 out[NV], next[NV];
+    for (int u = 0; u < NV; ++u) out[u] = next[u] = _mm256_setzero_ps();
+    const bool more = t + 1 < n;
+    const float* al1 = al0 + d;
+    const float* k1 = k0 + d;
+    for (size_t a = 0; a < d; ++a) {
+      float* row = S + a * d + j0;
+      const __m256 al = _mm256_set1_ps(al0[a]), ka = _mm256_set1_ps(k0[a]), qa = _mm256_set1_ps(q0[a]);
+      if (more) {
+        const __m256 al2 = _mm256_set1_ps(al1[a]), kb = _mm256_set1_ps(k1[a]);
+        for (int u = 0; u < NV; ++u) {
+          const __m256 r = _mm256_fmadd_ps(ka, kS[u], _mm256_mul_ps(_mm256_loadu_ps(row + 8 * u), al));
+          _mm256_storeu_ps(row + 8 * u, r);
+          out[u] = _mm256_fmadd_ps(qa, r, out[u]);
+          next[u] = _mm256_fmadd_ps(kb, _mm256_mul_ps(r, al2), next[u]);
+        }
+      } else {
+        for (int u = 0; u < NV; ++u) {
+          const __m256 r = _mm256_fmadd_ps(ka, kS[u], _mm256_mul_ps(_mm256_loadu_ps(row + 8 * u), al));
+          _mm256_storeu_ps(row + 8 * u, r);
+          out[u] = _mm256_fmadd_ps(qa, r, out[u]);
+        }
+      }
     }
+    for (int u = 0; u < NV; ++u) _mm256_storeu_ps(o + t * stride + j0 + 8 * u, out[u]);
+    for (int u = 0; u < NV; ++u) kS[u] = next[u];
   }
-  for (int u = 0; u < NV; ++u) _mm256_storeu_ps(o + j0 + 8 * u, out[u]);
 }
 
 // The same for one column (the d % 8 tail), with the same FMA roundings.
@@ -165,12 +189,8 @@ void deltaRule(float* S, size_t d, const float* alpha, const float* k, const flo
 void deltaRuleTokens(float* S, size_t d, size_t n, const float* alpha, const float* k, const float* q,
                      const float* v, size_t stride, const float* beta, float* o) {
   size_t j = 0;
-  for (; j + 32 <= d; j += 32)
-    for (size_t t = 0; t < n; ++t)
-      deltaColumns<4>(S, d, j, alpha + t * d, k + t * d, q + t * d, v + t * stride, beta[t], o + t * stride);
-  for (; j + 8 <= d; j += 8)
-    for (size_t t = 0; t < n; ++t)
-      deltaColumns<1>(S, d, j, alpha + t * d, k + t * d, q + t * d, v + t * stride, beta[t], o + t * stride);
+  for (; j + 32 <= d; j += 32) deltaColumns<4>(S, d, j, n, alpha, k, q, v, stride, beta, o);
+  for (; j + 8 <= d; j += 8) deltaColumns<1>(S, d, j, n, alpha, k, q, v, stride, beta, o);
   for (; j < d; ++j)
     for (size_t t = 0; t < n; ++t)
       deltaColumn(S, d, j, alpha + t * d, k + t * d, q + t * d, v + t * stride, beta[t], o + t * stride);
