@@ -26,7 +26,7 @@ inline constexpr size_t kKdaMaxHeadDim = 512;
                  float beta, float* o);                                                               \
   /* n tokens of deltaRule in order, token t with alpha/k/q + t·d, v/o + t·stride, beta[t]: the       \
      bits of n deltaRule calls (the AVX2 one runs each column block through all n tokens while it    \
-     stays in L1; S's columns are independent). */                                                    \
+     stays in L1, in n + 1 passes; S's columns are independent). */                                   \
   void deltaRuleTokens(float* S, size_t d, size_t n, const float* alpha, const float* k, const float* q,  \
                        const float* v, size_t stride, const float* beta, float* o);
 
