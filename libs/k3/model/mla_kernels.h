@@ -4,6 +4,8 @@
 // mla_kernels.cpp, AVX2 + FMA in mla_kernels_avx2.cpp (mla_layer picks one
 // with useAvx2()). Every output element has its own fixed accumulation order,
 // so the results do not depend on how heads are grouped or split over threads.
+// mlaWeightedLatent also absorbs a head's queries through its key rows (the
+// same sum: rows for the cache, the tokens' q_nope for the probabilities).
 #pragma once
 
 #include <cstddef>

@@ -72,15 +72,19 @@ void MlaLayer::heads(const MlaWeights& w, const MlaCache& cache, size_t pos0, si
   float* scores = rows + (nope_ + vd_) * kvr_;  // [kHeadGroup × maxContext]
   const size_t qk = nope_ + rope_;
   const float scale = 1.0f / std::sqrt(static_cast<float>(qk));
-  // 1. Absorb each query into the latent space through its head's key rows.
+  // 1. Absorb each query into the latent space through its head's key rows:
+  // qa = Σ_dd q_nope[dd]·rows[dd], the weighted-latent sum with the key rows
+  // for the cache and the tokens' queries for the probabilities (the same
+  // bits as a zero-filled axpy per row; the kernel reads each row once per
+  // four tokens, not once per token).
   for (size_t h = h0; h < h1; ++h) {
     for (size_t r = 0; r < nope_; ++r) quant::dequantizeRow(w.kvb, h * (nope_ + vd_) + r, rows + r * kvr_);
-    for (size_t t = 0; t < n; ++t) {
-      const float* q = &Q_[(t * H_ + h) * qk];
-      float* qa = &QA_[(t * H_ + h) * kvr_];
-      std::fill(qa, qa + kvr_, 0.0f);
-      for (size_t dd = 0; dd < nope_; ++dd) axpy(q[dd], rows + dd * kvr_, qa, kvr_);
-    }
+    const float* q = &Q_[h * qk];
+    float* qa = &QA_[h * kvr_];
+    if (vec)
+      avx2::mlaWeightedLatent(q, H_ * qk, n, rows, nope_, kvr_, qa, H_ * kvr_);
+    else
+      scalar::mlaWeightedLatent(q, H_ * qk, n, rows, nope_, kvr_, qa, H_ * kvr_);
   }
   // 2. Attention over the cache, several heads per pass over it: scores,
   // softmax, probability-weighted latent.
