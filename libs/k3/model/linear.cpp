@@ -1,7 +1,7 @@
 #include "k3/model/linear.h"
 
 #include <algorithm>
-#include <vector>
+#include <memory>
 
 #include "k3/io/error.h"
 
@@ -33,15 +33,16 @@ void q8Rows(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, fl
 }
 
 // Storage for `values` quantised activations and their group scales: on the
-// stack up to kStackQ8Values (every decode call), else on the heap.
+// stack up to kStackQ8Values (every decode call), else on the heap, left
+// uninitialised (the quantiser writes every value before it is read).
 class Q8Buffer {
  public:
   explicit Q8Buffer(size_t values) {
     if (values <= kStackQ8Values) return;
-    heapQ_.resize(values);
-    heapS_.resize(values / quant::kQ8Group);
-    q = heapQ_.data();
-    s = heapS_.data();
+    heapQ_.reset(new int8_t[values]);
+    heapS_.reset(new float[values / quant::kQ8Group]);
+    q = heapQ_.get();
+    s = heapS_.get();
   }
   int8_t* q = stackQ_;
   float* s = stackS_;
@@ -49,8 +50,8 @@ class Q8Buffer {
  private:
   alignas(32) int8_t stackQ_[kStackQ8Values];
   alignas(32) float stackS_[kStackQ8Values / quant::kQ8Group];
-  std::vector<int8_t> heapQ_;
-  std::vector<float> heapS_;
+  std::unique_ptr<int8_t[]> heapQ_;
+  std::unique_ptr<float[]> heapS_;
 };
 
 }  // namespace

@@ -10,7 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
+#include <memory>
 
 #include "k3/quant/isa_kernels.h"
 
@@ -19,14 +19,15 @@ namespace {
 
 // The activations an IDOT kernel re-lays once per call: on the stack up to
 // StackBytes (sized so every decode call fits: no allocation per token), else
-// on the heap once per call (large prefill batches).
+// on the heap once per call (large prefill batches), left uninitialised:
+// the re-layout writes every byte before a kernel reads it.
 template <size_t StackBytes>
 class RelaidActivations {
  public:
   explicit RelaidActivations(size_t bytes) {
     if (bytes <= StackBytes) return;
-    heap_.resize(bytes);
-    data_ = heap_.data();
+    heap_.reset(new int8_t[bytes]);
+    data_ = heap_.get();
   }
   RelaidActivations(const RelaidActivations&) = delete;
   RelaidActivations& operator=(const RelaidActivations&) = delete;
@@ -34,7 +35,7 @@ class RelaidActivations {
 
  private:
   alignas(64) int8_t stack_[StackBytes];
-  std::vector<int8_t> heap_;
+  std::unique_ptr<int8_t[]> heap_;
   int8_t* data_ = stack_;
 };
 
