@@ -174,7 +174,11 @@ TEST(ActivationPrecision, MoeQuantisesLatentRowsOnceWithTheSameBits) {
           << tokens << " tokens, budget " << budget;
       EXPECT_GT(std::abs(once[0]) + std::abs(once[D - 1]), 0.0f);  // the layer did run
     }
-  }
+  }  // Built for fewer threads than the pool it is run on: refused before its
+  // per-thread expert scratch could be overrun.
+  std::vector<float> out(D);
+  k3::model::ExpertResidency r(*w, 0);
+  EXPECT_THROW(k3::model::MoeLayer(c, n, 1, true).forward(mw, layer, x.data(), 1, out.data(), pool, r), k3::Error);
 }
 
 // k3-run --activations: default f32, int8 reported in --json, anything else refused.
