@@ -47,6 +47,26 @@ inline void slotsToWindows(const __m256 s[4], float* p) {
 // a token: its write pass recomputes them (the same multiply, the same bits).
 // d = 128, 64 tokens, one thread, us per token and head: two passes per
 // token storing twice 2.41, storing once 2.06-2.43, this 1.60-1.64.
+//
+// Token t's write pass over the rows: S ← decayed S + k·δᵀ, out += q·S;
+// with Next (a token t+1 follows) also next += k'·(α'∘S), token t+1's kS.
+template <int NV, bool Next>
+inline void writePass(float* S, size_t d, size_t j0, const float* al0, const float* k0, const float* q0,
+                      const float* al1, const float* k1, const __m256 (&delta)[NV], __m256 (&out)[NV],
+                      __m256 (&next)[NV]) {
+  for (size_t a = 0; a < d; ++a) {
+    float* row = S + a * d + j0;
+    const __m256 al = _mm256_set1_ps(al0[a]), ka = _mm256_set1_ps(k0[a]), qa = _mm256_set1_ps(q0[a]);
+    const __m256 al2 = Next ? _mm256_set1_ps(al1[a]) : al, kb = Next ? _mm256_set1_ps(k1[a]) : ka;
+    for (int u = 0; u < NV; ++u) {
+      const __m256 r = _mm256_fmadd_ps(ka, delta[u], _mm256_mul_ps(_mm256_loadu_ps(row + 8 * u), al));
+      _mm256_storeu_ps(row + 8 * u, r);
+      out[u] = _mm256_fmadd_ps(qa, r, out[u]);
+      if constexpr (Next) next[u] = _mm256_fmadd_ps(kb, _mm256_mul_ps(r, al2), next[u]);
+    }
+  }
+}
+
 template <int NV>
 inline void deltaColumns(float* S, size_t d, size_t j0, size_t n, const float* alpha, const float* k,
                          const float* q, const float* v, size_t stride, const float* beta, float* o) {
@@ -60,34 +80,15 @@ inline void deltaColumns(float* S, size_t d, size_t j0, size_t n, const float* a
   for (size_t t = 0; t < n; ++t) {
     const float* al0 = alpha + t * d;
     const float* k0 = k + t * d;
-    const float* q0 = q + t * d;
     const __m256 vb = _mm256_set1_ps(beta[t]);
     for (int u = 0; u < NV; ++u)
       kS[u] = _mm256_mul_ps(vb, _mm256_sub_ps(_mm256_loadu_ps(v + t * stride + j0 + 8 * u), kS[u]));
     __m256 out[NV], next[NV];
     for (int u = 0; u < NV; ++u) out[u] = next[u] = _mm256_setzero_ps();
-    const bool more = t + 1 < n;
-    const float* al1 = al0 + d;
-    const float* k1 = k0 + d;
-    for (size_t a = 0; a < d; ++a) {
-      float* row = S + a * d + j0;
-      const __m256 al = _mm256_set1_ps(al0[a]), ka = _mm256_set1_ps(k0[a]), qa = _mm256_set1_ps(q0[a]);
-      if (more) {
-        const __m256 al2 = _mm256_set1_ps(al1[a]), kb = _mm256_set1_ps(k1[a]);
-        for (int u = 0; u < NV; ++u) {
-          const __m256 r = _mm256_fmadd_ps(ka, kS[u], _mm256_mul_ps(_mm256_loadu_ps(row + 8 * u), al));
-          _mm256_storeu_ps(row + 8 * u, r);
-          out[u] = _mm256_fmadd_ps(qa, r, out[u]);
-          next[u] = _mm256_fmadd_ps(kb, _mm256_mul_ps(r, al2), next[u]);
-        }
-      } else {
-        for (int u = 0; u < NV; ++u) {
-          const __m256 r = _mm256_fmadd_ps(ka, kS[u], _mm256_mul_ps(_mm256_loadu_ps(row + 8 * u), al));
-          _mm256_storeu_ps(row + 8 * u, r);
-          out[u] = _mm256_fmadd_ps(qa, r, out[u]);
-        }
-      }
-    }
+    if (t + 1 < n)
+      writePass<NV, true>(S, d, j0, al0, k0, q + t * d, al0 + d, k0 + d, kS, out, next);
+    else
+      writePass<NV, false>(S, d, j0, al0, k0, q + t * d, nullptr, nullptr, kS, out, next);
     for (int u = 0; u < NV; ++u) _mm256_storeu_ps(o + t * stride + j0 + 8 * u, out[u]);
     for (int u = 0; u < NV; ++u) kS[u] = next[u];
   }
