@@ -33,9 +33,6 @@ class MlaLayer {
   // (keep ≤ n; 0: the cache only).
   void forward(const MlaWeights& w, MlaCache& cache, const float* x, size_t n, float* out, ThreadPool& pool,
                size_t keep);
-  void forward(const MlaWeights& w, MlaCache& cache, const float* x, size_t n, float* out, ThreadPool& pool) {
-    forward(w, cache, x, n, out, pool, n);
-  }
 
  private:
   void heads(const MlaWeights& w, const MlaCache& cache, size_t pos0, size_t n, size_t h0, size_t h1,
