@@ -10,7 +10,7 @@
 
 #include "k3/convert/progress_meter.h"
 #include "k3/convert/repacker.h"
-#include "k3/format/json_text.h"
+#include "k3/io/json_text.h"
 #include "k3/io/error.h"
 
 int main(int argc, char** argv) {

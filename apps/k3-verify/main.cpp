@@ -12,7 +12,7 @@
 #include <optional>
 #include <thread>
 
-#include "k3/format/json_text.h"
+#include "k3/io/json_text.h"
 #include "k3/io/error.h"
 #include "k3/verify/verifier.h"
 

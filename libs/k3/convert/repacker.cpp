@@ -14,7 +14,7 @@
 
 #include "k3/format/durable_file.h"
 #include "k3/format/expert_manifest.h"
-#include "k3/format/json_text.h"
+#include "k3/io/json_text.h"
 #include "k3/format/sha256.h"
 #include "k3/format/snapshot.h"
 #include "k3/format/tensor_inventory.h"

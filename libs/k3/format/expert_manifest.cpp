@@ -3,7 +3,7 @@
 #include <simdjson.h>
 
 #include "k3/format/durable_file.h"
-#include "k3/format/json_text.h"
+#include "k3/io/json_text.h"
 #include "k3/io/error.h"
 
 namespace k3 {

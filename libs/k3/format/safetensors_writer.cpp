@@ -17,7 +17,7 @@
 #include <unordered_set>
 
 #include "k3/format/durable_file.h"
-#include "k3/format/json_text.h"
+#include "k3/io/json_text.h"
 #include "k3/format/sha256.h"
 #include "k3/io/error.h"
 

@@ -10,7 +10,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "k3/format/json_text.h"
+#include "k3/io/json_text.h"
 #include "k3/format/safetensors_file.h"
 #include "k3/format/tensor_inventory.h"
 #include "k3/io/error.h"

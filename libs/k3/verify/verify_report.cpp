@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <tuple>
 
-#include "k3/format/json_text.h"
+#include "k3/io/json_text.h"
 #include "k3/io/error.h"
 
 namespace k3::verify {

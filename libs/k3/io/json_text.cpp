@@ -1,4 +1,4 @@
-#include "k3/format/json_text.h"
+#include "k3/io/json_text.h"
 
 #include <cstdint>
 #include <cstdio>
