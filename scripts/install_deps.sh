@@ -5,7 +5,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 pkgs=(cmake ninja-build g++ pkg-config ccache
       libcli11-dev libsimdjson-dev libzstd-dev libssl-dev libpcre2-dev
-      libgtest-dev libgmock-dev libbenchmark-dev
+      libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev
       clang-14 libclang-rt-14-dev python3-numpy nodejs npm)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
