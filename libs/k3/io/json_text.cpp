@@ -7,7 +7,7 @@ namespace k3 {
 namespace {
 
 void appendU16(std::string& out, uint32_t cp) {
-  char buf[8];
+  char buf[16];  // 7 used; room for any uint32_t keeps -Wformat-truncation quiet
   std::snprintf(buf, sizeof buf, "\\u%04x", cp);
   out += buf;
 }
@@ -36,6 +36,22 @@ uint32_t decodeUtf8(std::string_view s, size_t& i) {
   return cp;
 }
 
+// Escapes an ASCII byte as json.dumps does (both ensure_ascii settings).
+void appendAsciiEscaped(std::string& out, uint8_t c) {
+  switch (c) {
+    case '"': out += "\\\""; break;
+    case '\\': out += "\\\\"; break;
+    case '\n': out += "\\n"; break;
+    case '\r': out += "\\r"; break;
+    case '\t': out += "\\t"; break;
+    case '\b': out += "\\b"; break;
+    case '\f': out += "\\f"; break;
+    default:
+      if (c < 0x20) appendU16(out, c);
+      else out += static_cast<char>(c);
+  }
+}
+
 }  // namespace
 
 void appendJsonString(std::string& out, std::string_view s) {
@@ -44,18 +60,7 @@ void appendJsonString(std::string& out, std::string_view s) {
     const auto c = static_cast<uint8_t>(s[i]);
     if (c < 0x80) {
       ++i;
-      switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        case '\b': out += "\\b"; break;
-        case '\f': out += "\\f"; break;
-        default:
-          if (c < 0x20) appendU16(out, c);
-          else out += static_cast<char>(c);
-      }
+      appendAsciiEscaped(out, c);
       continue;
     }
     uint32_t cp = decodeUtf8(s, i);
@@ -66,6 +71,22 @@ void appendJsonString(std::string& out, std::string_view s) {
     } else {
       appendU16(out, cp);
     }
+  }
+  out += '"';
+}
+
+void appendJsonStringUtf8(std::string& out, std::string_view s) {
+  out += '"';
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<uint8_t>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      appendAsciiEscaped(out, c);
+      continue;
+    }
+    const size_t start = i;
+    if (decodeUtf8(s, i) == 0xFFFD) out += "\xEF\xBF\xBD";  // also a literal U+FFFD: same bytes
+    else out.append(s.substr(start, i - start));
   }
   out += '"';
 }

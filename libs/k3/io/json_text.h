@@ -14,4 +14,9 @@ namespace k3 {
 void appendJsonString(std::string& out, std::string_view s);
 std::string jsonString(std::string_view s);
 
+// The same with non-ASCII kept as UTF-8 (json.dumps(..., ensure_ascii=False)):
+// only '"', '\\' and control characters are escaped. Invalid UTF-8 bytes
+// become U+FFFD, so the output is always valid UTF-8.
+void appendJsonStringUtf8(std::string& out, std::string_view s);
+
 }  // namespace k3
