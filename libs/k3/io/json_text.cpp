@@ -60,7 +60,8 @@ void appendJsonString(std::string& out, std::string_view s) {
     const auto c = static_cast<uint8_t>(s[i]);
     if (c < 0x80) {
       ++i;
-      appendAsciiEscaped(out, c);
+      if (c == 0x7F) appendU16(out, c);  // json.dumps escapes all but ' '..'~' with ensure_ascii
+      else appendAsciiEscaped(out, c);
       continue;
     }
     uint32_t cp = decodeUtf8(s, i);

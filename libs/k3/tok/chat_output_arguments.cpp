@@ -7,6 +7,7 @@
 
 #include "k3/io/json_text.h"
 #include "k3/tok/chat_output_error.h"
+#include "k3/tok/id_text.h"
 
 namespace k3::tok {
 namespace {
@@ -79,7 +80,7 @@ bool ToolArguments::add(std::string_view key, std::string_view type, std::string
   members_ += keys_.empty() ? "{" : ", ";
   appendJsonStringUtf8(members_, key);
   members_ += ": ";
-  if (type == "string") appendJsonStringUtf8(members_, value);
+  if (type == "string") appendJsonStringUtf8(members_, toValidUtf8(value));  // as content text is
   else members_ += value;
   keys_.emplace_back(key);
   return true;
