@@ -7,7 +7,7 @@ namespace k3 {
 namespace {
 
 void appendU16(std::string& out, uint32_t cp) {
-  char buf[16];  // 7 used; room for any uint32_t keeps -Wformat-truncation quiet
+  char buf[8];
   std::snprintf(buf, sizeof buf, "\\u%04x", cp);
   out += buf;
 }
@@ -36,36 +36,51 @@ uint32_t decodeUtf8(std::string_view s, size_t& i) {
   return cp;
 }
 
-// Escapes an ASCII byte as json.dumps does (both ensure_ascii settings).
-void appendAsciiEscaped(std::string& out, uint8_t c) {
-  switch (c) {
-    case '"': out += "\\\""; break;
-    case '\\': out += "\\\\"; break;
-    case '\n': out += "\\n"; break;
-    case '\r': out += "\\r"; break;
-    case '\t': out += "\\t"; break;
-    case '\b': out += "\\b"; break;
-    case '\f': out += "\\f"; break;
-    default:
-      if (c < 0x20) appendU16(out, c);
-      else out += static_cast<char>(c);
+void appendUtf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
   }
 }
 
-}  // namespace
-
-void appendJsonString(std::string& out, std::string_view s) {
+// Both variants escape exactly what Python's encoder does: '"', '\\', the
+// five short escapes and other C0 controls as \u00xx; they differ only in
+// what happens to non-ASCII code points.
+void appendEscaped(std::string& out, std::string_view s, bool ensureAscii) {
   out += '"';
   for (size_t i = 0; i < s.size();) {
     const auto c = static_cast<uint8_t>(s[i]);
     if (c < 0x80) {
       ++i;
-      if (c == 0x7F) appendU16(out, c);  // json.dumps escapes all but ' '..'~' with ensure_ascii
-      else appendAsciiEscaped(out, c);
+      switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        case '\b': out += "\\b"; break;
+        case '\f': out += "\\f"; break;
+        default:
+          if (c < 0x20 || (c == 0x7F && ensureAscii)) appendU16(out, c);  // ensure_ascii escapes all but ' '..'~'
+          else out += static_cast<char>(c);
+      }
       continue;
     }
     uint32_t cp = decodeUtf8(s, i);
-    if (cp >= 0x10000) {
+    if (!ensureAscii) {
+      appendUtf8(out, cp);
+    } else if (cp >= 0x10000) {
       cp -= 0x10000;
       appendU16(out, 0xD800 + (cp >> 10));
       appendU16(out, 0xDC00 + (cp & 0x3FF));
@@ -76,21 +91,10 @@ void appendJsonString(std::string& out, std::string_view s) {
   out += '"';
 }
 
-void appendJsonStringUtf8(std::string& out, std::string_view s) {
-  out += '"';
-  for (size_t i = 0; i < s.size();) {
-    const auto c = static_cast<uint8_t>(s[i]);
-    if (c < 0x80) {
-      ++i;
-      appendAsciiEscaped(out, c);
-      continue;
-    }
-    const size_t start = i;
-    if (decodeUtf8(s, i) == 0xFFFD) out += "\xEF\xBF\xBD";  // also a literal U+FFFD: same bytes
-    else out.append(s.substr(start, i - start));
-  }
-  out += '"';
-}
+}  // namespace
+
+void appendJsonString(std::string& out, std::string_view s) { appendEscaped(out, s, true); }
+void appendJsonStringUtf8(std::string& out, std::string_view s) { appendEscaped(out, s, false); }
 
 std::string jsonString(std::string_view s) {
   std::string out;

@@ -13,10 +13,8 @@ namespace k3 {
 // Invalid UTF-8 bytes are escaped as U+FFFD.
 void appendJsonString(std::string& out, std::string_view s);
 std::string jsonString(std::string_view s);
-
-// The same with non-ASCII kept as UTF-8 (json.dumps(..., ensure_ascii=False)):
-// only '"', '\\' and control characters are escaped. Invalid UTF-8 bytes
-// become U+FFFD, so the output is always valid UTF-8.
+// The same with ensure_ascii=False: non-ASCII code points are kept as UTF-8
+// (invalid UTF-8 bytes become U+FFFD); only '"', '\\' and C0 controls are escaped.
 void appendJsonStringUtf8(std::string& out, std::string_view s);
 
 }  // namespace k3
