@@ -75,7 +75,7 @@ const std::vector<Case>& cases() {
          b.open("argument", {{"key", "limit"}, {"type", "number"}}).text("ten").close("argument");
          return p;
        },
-       "a JSON number as the value of argument \"limit\" of \"search\"", "\"ten\" ("},
+       "a finite JSON number as the value of argument \"limit\" of \"search\"", "\"ten\" ("},
       {"NaN",
        [](XtmlIds& b) {
          callOpen(toTools(b), "search");
@@ -83,7 +83,7 @@ const std::vector<Case>& cases() {
          b.open("argument", {{"key", "limit"}, {"type", "number"}}).text("NaN").close("argument");
          return p;
        },
-       "a JSON number", "\"NaN\""},
+       "a finite JSON number", "\"NaN\" (not one JSON value)"},
       {"Infinity",
        [](XtmlIds& b) {
          callOpen(toTools(b), "search");
@@ -91,7 +91,15 @@ const std::vector<Case>& cases() {
          b.open("argument", {{"key", "limit"}, {"type", "number"}}).text("-Infinity").close("argument");
          return p;
        },
-       "a JSON number", "\"-Infinity\""},
+       "a finite JSON number", "\"-Infinity\""},
+      {"number out of range",
+       [](XtmlIds& b) {
+         callOpen(toTools(b), "search");
+         size_t p = b.size();
+         b.open("argument", {{"key", "limit"}, {"type", "number"}}).text("1e400").close("argument");
+         return p;
+       },
+       "a finite JSON number", "\"1e400\" (out of range)"},
       {"type attribute disagrees with the declared type",
        [](XtmlIds& b) {
          callOpen(toTools(b));

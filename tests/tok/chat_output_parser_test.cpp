@@ -2,7 +2,8 @@
 // vocabulary: streaming behaviour (held-back partial characters, calls only
 // at CLOSE(call), text that looks like markers) and the round trip
 // parse(ids of M) == M over generated assistant messages, with the ids built
-// from spec §7.6 by the test's own XtmlIds.
+// from spec §7.6 by the test's own XtmlIds and checked equal to the encoder's
+// renderAssistantBody(M).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "k3/io/json_text.h"
+#include "k3/tok/chat_encoder.h"
 #include "k3/tok/id_text.h"
 #include "tok/chat_output_test_util.h"
 
@@ -226,7 +228,8 @@ struct Gen {
   }
   // A value as Python's json.dumps(v, ensure_ascii=False) writes it.
   std::string jsonValue(const std::string& type, int depth) {
-    static const char* numbers[] = {"0", "-1", "42", "3.14", "1e+100", "-2.5e-08", "12345678901234", "0.1", "-0.0"};
+    static const char* numbers[] = {"0",   "-1",   "42", "3.14", "1e+100", "-2.5e-08", "12345678901234",
+                                    "0.1", "-0.0", "100000000000000000000000000000", "1.5e+300"};
     if (type == "number") return numbers[below(std::size(numbers))];
     if (type == "boolean") return chance(0.5) ? "true" : "false";
     if (type == "null") return "null";
@@ -234,9 +237,15 @@ struct Gen {
     static const char* inner[] = {"number", "boolean", "null", "string", "object", "array"};
     std::string out = type == "object" ? "{" : "[";
     size_t n = depth > 2 ? 0 : below(4);
+    std::vector<std::string> keys;  // json.loads would merge a repeated key
     for (size_t i = 0; i < n; ++i) {
       if (i) out += ", ";
-      if (type == "object") out += jsonString() + ": ";
+      if (type == "object") {
+        std::string key;
+        do key = jsonString(); while (std::find(keys.begin(), keys.end(), key) != keys.end());
+        keys.push_back(key);
+        out += key + ": ";
+      }
       out += jsonValue(inner[below(std::size(inner))], depth + 1);
     }
     return out + (type == "object" ? "}" : "]");
@@ -264,6 +273,9 @@ TEST(ChatOutputParser, RoundTripOverGeneratedMessages) {
   const auto& tok = k3test::kimiTokenizer();
   const std::vector<ToolSpec> tools = genTools();
   Gen g(20261201);
+  const uint32_t open = *tok.specialId("<|open|>"), sep = *tok.specialId("<|sep|>");
+  ASSERT_EQ(tok.encode("think").size(), 1u);
+  const uint32_t thinkTag = tok.encode("think")[0];
   size_t withCalls = 0, withRaw = 0, emptyContentBeforeCalls = 0;
   for (int n = 0; n < 400; ++n) {
     SCOPED_TRACE("message " + std::to_string(n));
@@ -280,7 +292,7 @@ TEST(ChatOutputParser, RoundTripOverGeneratedMessages) {
         GenCall c{t.name, {}, false, ""};
         if (g.chance(0.15)) {
           c.raw = true;
-          c.rawText = g.chance(0.5) ? "[1, 2]" : "not json: " + g.text(3);
+          c.rawText = g.chance(0.5) ? "ls -l | wc" : "not json: " + g.text(3);  // JSON text would be typed arguments
         } else {
           for (const auto& [key, declared] : t.params) {
             if (!g.chance(0.6)) continue;
@@ -301,10 +313,7 @@ TEST(ChatOutputParser, RoundTripOverGeneratedMessages) {
 
     // The ids the model writes for `want` (spec §7.6), built independently.
     XtmlIds b(tok);
-    if (thinking) {
-      if (g.chance(0.2)) b.open("think");  // the tolerated repeat
-      b.text(want.reasoning).close("think").open("response");
-    }
+    if (thinking) b.text(want.reasoning).close("think").open("response");
     b.text(content).close("response");
     if (!calls.empty()) {
       b.open("tools");
@@ -336,6 +345,10 @@ TEST(ChatOutputParser, RoundTripOverGeneratedMessages) {
       emptyContentBeforeCalls += content.empty();
     }
     b.end();
+
+    // The encoder's rendering of the same message is the same ids.
+    EXPECT_EQ(k3::tok::renderAssistantBody(tok, want, thinking).ids, b.ids);
+    if (thinking && g.chance(0.2)) b.ids.insert(b.ids.begin(), {open, thinkTag, sep});  // the tolerated repeat
 
     auto r = k3test::parseOutput(tok, b.ids, tools, thinking);
     ASSERT_FALSE(r.error) << r.error->message();

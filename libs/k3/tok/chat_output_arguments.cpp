@@ -1,45 +1,32 @@
 #include "k3/tok/chat_output_arguments.h"
 
-#include <simdjson.h>
-
 #include <algorithm>
 #include <cmath>
 
 #include "k3/io/json_text.h"
 #include "k3/tok/chat_output_error.h"
 #include "k3/tok/id_text.h"
+#include "k3/tok/json_value.h"
 
 namespace k3::tok {
 namespace {
 
 constexpr std::string_view kTypes[] = {"boolean", "null", "number", "string", "object", "array"};
 
-// The JSON type of `text` when it is exactly one JSON document, else "" with
-// `why` set; `integral` tells whether a number has no fractional part.
-std::string jsonTypeOf(std::string_view text, bool& integral, std::string& why) {
-  simdjson::dom::parser parser;
-  simdjson::padded_string padded(text);
-  simdjson::dom::element e;
-  if (auto err = parser.parse(padded).get(e)) {
-    why = simdjson::error_message(err);
-    return "";
-  }
-  integral = false;
-  switch (e.type()) {
-    case simdjson::dom::element_type::ARRAY: return "array";
-    case simdjson::dom::element_type::OBJECT: return "object";
-    case simdjson::dom::element_type::INT64:
-    case simdjson::dom::element_type::UINT64: integral = true; return "number";
-    case simdjson::dom::element_type::DOUBLE: {
-      const double d = e.get_double().value_unsafe();
-      integral = std::isfinite(d) && std::floor(d) == d;
-      return "number";
-    }
-    case simdjson::dom::element_type::STRING: return "string";
-    case simdjson::dom::element_type::BOOL: return "boolean";
-    case simdjson::dom::element_type::NULL_VALUE: return "null";
-  }
-  return "";
+// The JSON type of `text` when it is exactly one JSON document (as Python's
+// json.loads reads it: any integer, no NaN/Infinity literals), else "".
+// `integral`: a number without fractional part; `finite`: not out of range
+// (1e400 would come back from json.dumps as Infinity, which is not JSON).
+std::string jsonTypeOf(std::string_view text, bool& integral, bool& finite) {
+  // Read as the one item of an array: json_value at 59a6b27 refuses a bare
+  // top-level number ("trailing content"), and an array item is any value.
+  JsonValue list;
+  if (!tryParseJson("[" + std::string(text) + "]", list) || list.items.size() != 1) return "";
+  const JsonValue& v = list.items[0];
+  integral = v.kind == JsonValue::Kind::Int ||
+             (v.kind == JsonValue::Kind::Float && std::isfinite(v.number) && std::floor(v.number) == v.number);
+  finite = v.kind != JsonValue::Kind::Float || std::isfinite(v.number);
+  return v.kind == JsonValue::Kind::Int ? "number" : jsonKindName(v.kind);
 }
 
 }  // namespace
@@ -68,12 +55,16 @@ bool ToolArguments::add(std::string_view key, std::string_view type, std::string
     return false;
   }
   if (type != "string") {
-    bool integral = false;
-    std::string why;
-    const std::string actual = jsonTypeOf(value, integral, why);
-    if (actual != type || (declared == "integer" && !integral)) {
-      expected = "a JSON " + std::string(declared == "integer" ? "integer" : type) + " as the value of " + where;
-      found = quoteSnippet(value) + (actual.empty() ? " (" + why + ")" : " (a JSON " + actual + ")");
+    bool integral = false, finite = true;
+    const std::string actual = jsonTypeOf(value, integral, finite);
+    if (actual != type || !finite || (declared == "integer" && !integral)) {
+      expected = std::string(declared == "integer" ? "a JSON integer"
+                             : type == "number"    ? "a finite JSON number"
+                                                   : "a JSON " + std::string(type)) +
+                 " as the value of " + where;
+      found = quoteSnippet(value) + (actual.empty() ? " (not one JSON value)"
+                                     : !finite    ? " (out of range)"
+                                                  : " (a JSON " + actual + ")");
       return false;
     }
   }
