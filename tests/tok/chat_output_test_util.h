@@ -61,33 +61,9 @@ class XtmlIds {
   const k3::tok::Tokenizer& tok_;
 };
 
-struct ParsedOutput {
-  std::vector<k3::tok::ChatOutputEvent> events;
-  k3::tok::ChatOutputEnd end;
-  k3::tok::ChatMessage message;
-  std::string finishReason;
-  std::optional<k3::tok::ChatOutputError> error;
-};
-
-// Feeds `ids` one at a time, then finish().
-inline ParsedOutput parseOutput(const k3::tok::Tokenizer& tok, const std::vector<uint32_t>& ids,
-                                const std::vector<k3::tok::ToolSpec>& tools, bool thinking) {
-  ParsedOutput r;
-  k3::tok::ChatOutputParser parser(tok, tools, thinking);
-  k3::tok::ChatOutputAccumulator acc;
-  for (uint32_t id : ids) {
-    size_t before = r.events.size();
-    parser.feed(id, r.events);
-    acc.add(std::span(r.events).subspan(before));
-  }
-  size_t before = r.events.size();
-  r.end = parser.finish(r.events);
-  acc.add(std::span(r.events).subspan(before));
-  acc.end(r.end);
-  r.message = acc.message();
-  r.finishReason = acc.finishReason();
-  r.error = acc.error();
-  return r;
+inline k3::tok::ParsedChatOutput parseOutput(const k3::tok::Tokenizer& tok, const std::vector<uint32_t>& ids,
+                                            const std::vector<k3::tok::ToolSpec>& tools, bool thinking) {
+  return k3::tok::parseChatOutput(tok, ids, tools, thinking);
 }
 
 }  // namespace k3test

@@ -33,6 +33,21 @@ std::string ChatOutputAccumulator::finishReason() const {
   return cut_ ? "length" : "";
 }
 
+ParsedChatOutput parseChatOutput(const Tokenizer& tok, std::span<const uint32_t> ids, std::span<const ToolSpec> tools,
+                                 bool startInThink, const std::string& callIdPrefix) {
+  ParsedChatOutput r;
+  ChatOutputParser parser(tok, tools, startInThink, callIdPrefix);
+  for (uint32_t id : ids) parser.feed(id, r.events);
+  r.end = parser.finish(r.events);
+  ChatOutputAccumulator acc;
+  acc.add(r.events);
+  acc.end(r.end);
+  r.message = acc.message();
+  r.finishReason = acc.finishReason();
+  r.error = acc.error();
+  return r;
+}
+
 std::string assistantMessageJson(const ChatMessage& m) {
   std::string content;
   for (const auto& part : m.content) content += part;
@@ -65,6 +80,22 @@ std::string assistantChoiceJson(const ChatMessage& m, std::string_view finishRea
   if (finishReason.empty()) out += "null";
   else appendJsonStringUtf8(out, finishReason);
   return out + "}";
+}
+
+}  // namespace k3::tok
+
+namespace k3::tok {
+
+std::string describeAssistantMessage(const ChatMessage& m, std::string_view finishReason) {
+  std::string out = "reasoning: ";
+  appendJsonStringUtf8(out, m.reasoning);
+  out += "\ncontent: ";
+  std::string content;
+  for (const auto& part : m.content) content += part;
+  appendJsonStringUtf8(out, content);
+  for (const ToolCall& c : m.toolCalls) out += "\ntool_call " + c.id + " " + c.name + " " + c.arguments;
+  out += "\nfinish_reason: " + std::string(finishReason) + "\n";
+  return out;
 }
 
 }  // namespace k3::tok

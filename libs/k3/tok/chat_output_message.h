@@ -6,6 +6,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "k3/tok/chat_message.h"
 #include "k3/tok/chat_output_parser.h"
@@ -37,6 +38,18 @@ class ChatOutputAccumulator {
   std::optional<ChatOutputError> error_;
 };
 
+// A whole generated id sequence parsed at once (feed each id, then finish):
+// for the CLI, tests and batch use; a server feeds the parser itself.
+struct ParsedChatOutput {
+  std::vector<ChatOutputEvent> events;
+  ChatOutputEnd end;
+  ChatMessage message;
+  std::string finishReason;  // "" when malformed
+  std::optional<ChatOutputError> error;
+};
+ParsedChatOutput parseChatOutput(const Tokenizer& tok, std::span<const uint32_t> ids, std::span<const ToolSpec> tools,
+                                 bool startInThink, const std::string& callIdPrefix = "call_");
+
 // {"role": "assistant", "content": …, "reasoning_content": …[, "tool_calls":
 // [{"id", "type": "function", "function": {"name", "arguments"}}]]}.
 // content is null when empty and there are calls; reasoning_content is null
@@ -44,5 +57,8 @@ class ChatOutputAccumulator {
 std::string assistantMessageJson(const ChatMessage& m);
 // A choice as in a chat.completion: {"index": 0, "message": …, "finish_reason": …}.
 std::string assistantChoiceJson(const ChatMessage& m, std::string_view finishReason);
+// For people: one labelled line per part, text JSON-quoted —
+//   reasoning: "…" / content: "…" / tool_call call_1 get_weather {"city": …} / finish_reason: stop
+std::string describeAssistantMessage(const ChatMessage& m, std::string_view finishReason);
 
 }  // namespace k3::tok
