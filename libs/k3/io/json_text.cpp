@@ -72,7 +72,8 @@ void appendEscaped(std::string& out, std::string_view s, bool ensureAscii) {
         case '\b': out += "\\b"; break;
         case '\f': out += "\\f"; break;
         default:
-          if (c < 0x20 || (c == 0x7F && ensureAscii)) appendU16(out, c);  // ensure_ascii escapes all but ' '..'~'
+          // DEL: escaped by ensure_ascii=True only (Python's ESCAPE_ASCII is [^ -~]).
+          if (c < 0x20 || (c == 0x7F && ensureAscii)) appendU16(out, c);
           else out += static_cast<char>(c);
       }
       continue;

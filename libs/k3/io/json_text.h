@@ -8,7 +8,7 @@
 namespace k3 {
 
 // Appends `s` as a JSON string literal with ASCII escaping (Python's
-// json.dumps default, ensure_ascii=True): control characters and every
+// json.dumps default, ensure_ascii=True): control characters, DEL and every
 // non-ASCII code point become \uXXXX (surrogate pairs above U+FFFF).
 // Invalid UTF-8 bytes are escaped as U+FFFD.
 void appendJsonString(std::string& out, std::string_view s);

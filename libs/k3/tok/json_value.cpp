@@ -136,17 +136,26 @@ JsonValue readNode(Node& node, int depth) {
 
 JsonValue readValue(od::value val, int depth) { return readNode(val, depth); }
 
+// The text is read as the only element of an array ("[" text "]"): On-Demand
+// then treats a scalar like any value and sees trailing content as a missing
+// comma or a second element.
 JsonValue parseOrThrowBad(std::string_view text) {
-  simdjson::padded_string padded(text);
+  std::string wrapped;
+  wrapped.reserve(text.size() + 2);
+  wrapped += '[';
+  wrapped += text;
+  wrapped += ']';
+  simdjson::padded_string padded(wrapped);
   od::parser parser;
   od::document doc;
   if (auto err = parser.iterate(padded).get(doc)) throw Bad{simdjson::error_message(err)};
-  JsonValue v = readNode(doc, 0);
+  JsonValue all = readNode(doc, -1);
   // Past the value, the iterator has no location; one that still has one
   // points at trailing content.
   const char* rest = nullptr;
   if (!doc.current_location().get(rest)) throw Bad{"trailing content after the JSON value"};
-  return v;
+  if (all.items.size() != 1) throw Bad{all.items.empty() ? "no JSON value" : "more than one JSON value"};
+  return std::move(all.items[0]);
 }
 
 }  // namespace
