@@ -157,6 +157,16 @@ test("abort mid-stream stops the generation; the next request is served at once"
     cancelled = await metric("k3_generations_cancelled_total");
   }
   assert.equal(cancelled, before + 1);
+  // A non-stream request whose client goes away is cancelled too (the server polls the socket).
+  const ac2 = new AbortController();
+  setTimeout(() => ac2.abort(), 60);
+  await assert.rejects(client.completions.create({ model: "k3-test", prompt: "Once upon a time", max_tokens: 900,
+    temperature: 0 }, { signal: ac2.signal }));
+  for (let i = 0; i < 40 && cancelled === before + 1; ++i) {
+    await new Promise((res) => setTimeout(res, 50));
+    cancelled = await metric("k3_generations_cancelled_total");
+  }
+  assert.equal(cancelled, before + 2, "the non-stream generation stopped early");
 });
 
 test("completions: prompt text and the same prompt as ids give the same greedy text", async () => {
