@@ -8,6 +8,9 @@ Families (thinking on, every assistant turn has a short think channel):
   optional days: number), the tool result comes back, the answer cites it;
 - lookup: the lookup tool is called for a word, its result is the sense.
 Cities come from tzdata; a fixed 50 are held out for the tool-use evaluation.
+Conversations are OpenAI request dicts; scripts/xtml_ref.py (the project's
+reference renderer) turns them into ids, so training ids are exactly what the
+encoder produces.
 """
 
 import json
@@ -37,75 +40,33 @@ LOOKUP_ASK = ("Look up the word {w} in the dictionary.", "Please look up \"{w}\"
               "Use the dictionary to find the meaning of {w}.")
 
 
-# ------------------------------------------------------------------ rendering
+# ------------------------------------------------------------------ requests
 
-def _escape(v):
-    return v.replace("&", "&amp;").replace('"', "&quot;")
+def request(turns, tools=None, effort=None, add_generation_prompt=False):
+    """turns -> an OpenAI chat-completions request dict (rendered by xtml_ref).
 
-
-def tools_json(tools):
-    return json.dumps(tools, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-class Renderer:
-    """XTML segments -> ids with a k3_mini_tok.Tokenizer (each text piece its own segment)."""
-
-    def __init__(self, tok):
-        self.tok = tok
-        self.o, self.c, self.s = tok.special("<|open|>"), tok.special("<|close|>"), tok.special("<|sep|>")
-        self.eom = tok.special("<|end_of_msg|>")
-
-    def seg(self, text):
-        return self.tok.encode(text) if text else []
-
-    def open(self, tag, attrs=()):
-        ids = [self.o] + self.seg(tag)
-        for k, v in attrs:
-            ids += self.seg(" " + k) + self.seg('="') + self.seg(_escape(v)) + self.seg('"')
-        return ids + [self.s]
-
-    def close(self, tag):
-        return [self.c] + self.seg(tag) + [self.s]
-
-    def message(self, attrs, body):
-        return self.open("message", attrs) + body + self.close("message") + [self.eom]
-
-    def assistant_body(self, reasoning, content, calls=()):
-        body = self.open("think") + self.seg(reasoning) + self.close("think")
-        body += self.open("response") + self.seg(content) + self.close("response")
-        if calls:
-            body += self.open("tools")
-            for i, (name, args) in enumerate(calls, start=1):
-                body += self.open("call", [("tool", name), ("index", str(i))])
-                for k, v in args:
-                    t = ("boolean" if isinstance(v, bool) else "null" if v is None else
-                         "number" if isinstance(v, (int, float)) else "string" if isinstance(v, str) else
-                         "object" if isinstance(v, dict) else "array")
-                    val = v if t == "string" else json.dumps(v, ensure_ascii=False)
-                    body += self.open("argument", [("key", k), ("type", t)]) + self.seg(val)
-                    body += self.close("argument")
-                body += self.close("call")
-            body += self.close("tools")
-        return body
-
-    def conversation(self, turns, tools=None):
-        """turns: ("user", text) | ("assistant", reasoning, content, calls) | ("tool", name, index, content)."""
-        ids = []
-        if tools:
-            decl = ("# Tools\nHere are the available tools, described in JSONSchema.\n\n"
-                    "```json\n" + tools_json(tools) + "\n```")
-            ids += self.message([("role", "system"), ("type", "tool-declare")], self.seg(decl))
-        for t in turns:
-            if t[0] == "user":
-                ids += self.message([("role", "user")], self.seg(t[1]))
-            elif t[0] == "assistant":
-                ids += self.message([("role", "assistant")], self.assistant_body(*t[1:]))
-            else:
-                ids += self.message([("role", "tool"), ("tool", t[1]), ("index", str(t[2]))], self.seg(t[3]))
-        return ids
-
-    def generation_prompt(self):
-        return self.open("message", [("role", "assistant")]) + self.open("think")
+    turns: ("user", text) | ("assistant", reasoning, content, calls) |
+    ("tool", name, content); calls = [(tool name, [(key, value), ...])]."""
+    msgs, n = [], 0
+    for t in turns:
+        if t[0] == "user":
+            msgs.append({"role": "user", "content": t[1]})
+        elif t[0] == "assistant":
+            m = {"role": "assistant", "reasoning_content": t[1], "content": t[2]}
+            if t[3]:
+                m["tool_calls"] = []
+                for name, args in t[3]:
+                    n += 1
+                    m["tool_calls"].append({"id": f"call_{n}", "type": "function", "function": {
+                        "name": name, "arguments": json.dumps(dict(args))}})
+            msgs.append(m)
+        else:
+            msgs.append({"role": "tool", "tool_call_id": f"call_{n}", "content": t[2]})
+    req = {"messages": msgs, "add_generation_prompt": add_generation_prompt,
+           "chat_template_kwargs": {"thinking": True, "thinking_effort": effort}}
+    if tools:
+        req["tools"] = tools
+    return req
 
 
 # ------------------------------------------------------------------ families
@@ -140,7 +101,7 @@ def weather_turns(rng, city):
         result = json.dumps({"city": city, "temperature_c": temp, "condition": cond})
         answer = f"It is {temp} °C and {cond} in {city}."
     return [("user", ask), ("assistant", reason, "", [("get_weather", args)]),
-            ("tool", "get_weather", 1, result),
+            ("tool", "get_weather", result),
             ("assistant", f"The tool says {city} is {cond} at {temp} °C.", answer, ())]
 
 
@@ -148,12 +109,16 @@ def lookup_turns(rng, word, pos, sense):
     ask = rng.choice(LOOKUP_ASK).format(w=word)
     return [("user", ask), ("assistant", f"The user wants \"{word}\" looked up. I call lookup.", "",
                             [("lookup", [("word", word)])]),
-            ("tool", "lookup", 1, f"{word} ({pos}): {sense}"),
+            ("tool", "lookup", f"{word} ({pos}): {sense}"),
             ("assistant", "The dictionary answered.", f"\"{word.capitalize()}\" ({pos}) means {sense}.", ())]
 
 
+EFFORTS = (None, None, None, None, None, "max", "max", "max", "low", "high")
+
+
 def conversations(rng, n, entries, cities):
-    """n conversations (turns, tools) mixing the three families, some two-exchange."""
+    """n requests mixing the three families, some two-exchange; half carry a
+    thinking-effort turn (k3-run --chat sends effort max), half none."""
     out = []
     for _ in range(n):
         turns, tools = [], None
@@ -169,5 +134,5 @@ def conversations(rng, n, entries, cities):
                 tools = TOOLS
         if tools is None and rng.random() < 0.3:
             tools = TOOLS  # tools declared, none needed: answered directly
-        out.append((turns, tools))
+        out.append(request(turns, tools, rng.choice(EFFORTS)))
     return out

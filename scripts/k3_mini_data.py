@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import k3_mini_chat as chat  # noqa: E402
 import k3_mini_corpus as corpus  # noqa: E402
 import k3_tok_train  # noqa: E402
-from k3_mini_tok import Tokenizer  # noqa: E402
+import xtml_ref  # noqa: E402
 from k3_synth_config import tokenizer_config  # noqa: E402
 
 
@@ -47,15 +47,8 @@ def pack(seqs, kinds):
 
 
 def chat_text_sample(convs):
-    """The text pieces of some conversations, for the BPE trainer."""
-    parts = []
-    for turns, tools in convs:
-        if tools:
-            parts.append(chat.tools_json(tools))
-        for t in turns:
-            parts += [x for x in t[1:] if isinstance(x, str)]
-    return "\n".join(parts + ["message role user assistant system tool-declare think response tools "
-                              "call argument tool index key type string number"])
+    """The text segments of some conversations, for the BPE trainer."""
+    return "\n".join(v for req in convs for k, v in xtml_ref.segments(req) if k == "text")
 
 
 def main(argv=None):
@@ -66,6 +59,7 @@ def main(argv=None):
     ap.add_argument("--chats", type=int, default=12000)
     ap.add_argument("--ranks", type=int, default=2048)
     ap.add_argument("--bpe-sample-mb", type=float, default=0.6)
+    ap.add_argument("--no-man", action="store_true", help="skip the manual pages (slow to render)")
     a = ap.parse_args(argv)
     t0 = time.time()
     rng = random.Random(a.seed)
@@ -73,7 +67,7 @@ def main(argv=None):
 
     entries = corpus.gcide_entries(int(a.text_mb * 2.2e6))
     sources = {"fortunes": corpus.fortunes(), "gcide": corpus.gcide_docs(entries),
-               "kjv": corpus.bible(), "man": corpus.man_pages()}
+               "kjv": corpus.bible(), "man": [] if a.no_man else corpus.man_pages()}
     train_docs, held_docs, stats = [], [], {}
     for name, docs in sources.items():
         tr, he = corpus.split(docs)
@@ -99,13 +93,13 @@ def main(argv=None):
     with open(os.path.join(a.out, "tokenizer_config.json"), "w", encoding="utf-8") as f:
         json.dump(tokenizer_config({"num_base": a.ranks}), f, indent=2)
         f.write("\n")
-    tok = Tokenizer(a.out)
+    tok = xtml_ref.Tokenizer.from_files(os.path.join(a.out, "tiktoken.model"),
+                                        os.path.join(a.out, "tokenizer_config.json"))
     bos = tok.special("[BOS]")
-    ren = chat.Renderer(tok)
     t1 = time.time()
 
     def encode_all(docs, cv):
-        seqs = [[bos] + tok.encode(d.text) for d in docs] + [ren.conversation(t, tl) for t, tl in cv]
+        seqs = [[bos] + tok.encode_ordinary(d.text) for d in docs] + [xtml_ref.render(tok, r) for r in cv]
         return seqs, [0] * len(docs) + [1] * len(cv)
 
     tr_seqs, tr_kinds = encode_all(train_docs, convs)

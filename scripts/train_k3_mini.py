@@ -139,7 +139,7 @@ def smoke(a):
     import k3_mini_data
     with tempfile.TemporaryDirectory() as tmp:
         k3_mini_data.main(["--out", tmp, "--text-mb", "0.02", "--chats", "60", "--ranks", "600",
-                           "--bpe-sample-mb", "0.03"])
+                           "--bpe-sample-mb", "0.03", "--no-man"])
         a.data, a.out = tmp, os.path.join(tmp, "ckpt")
         a.steps, a.batch, a.seq, a.warmup, a.lr, a.log_every, a.save_every = 40, 4, 64, 5, 3e-3, 10, 0
         a.qat_frac = 0.25
