@@ -5,8 +5,8 @@
 
 DIR gets tiktoken.model + tokenizer_config.json (the snapshot's tokenizer),
 train.npz / held.npz (token docs: `ids` concatenated, `offs` boundaries,
-`kind` 0 = text, 1 = chat), held_text.txt (held-out plain text, for
-perplexity), held_cities.json / train_cities.json and data.json (counts and
+`kind` 0 = text, 1 = chat), held_text.txt / held_docs.jsonl (held-out
+plain text, for perplexity), held_cities.json / train_cities.json and data.json (counts and
 provenance). Text documents start with [BOS] (k3-run prepends it to raw
 prompts and perplexity text); chat conversations do not (spec 7.6).
 """
@@ -108,6 +108,8 @@ def main(argv=None):
     np.savez(os.path.join(a.out, "held.npz"), **pack(he_seqs, he_kinds))
     with open(os.path.join(a.out, "held_text.txt"), "w", encoding="utf-8") as f:
         f.write("\n\n".join(d.text for d in held_docs))
+    with open(os.path.join(a.out, "held_docs.jsonl"), "w", encoding="utf-8") as f:
+        f.writelines(json.dumps({"source": d.source, "key": d.key, "text": d.text}) + "\n" for d in held_docs)
     for name, val in (("held_cities", held_cities), ("train_cities", train_cities)):
         with open(os.path.join(a.out, name + ".json"), "w") as f:
             json.dump(val, f, indent=1)

@@ -113,7 +113,7 @@ def train(a, log=print):
         if a.save_every and step and step % a.save_every == 0:
             save(model, a, rows, t0, None)
     model.set_qat(True)
-    hl = held_loss(model, held, a.seq)
+    hl = held_loss(model, held, a.seq, n_batches=a.held_batches)
     save(model, a, rows, t0, hl)
     log(f"done: {a.steps} steps in {time.time() - t0:.0f}s, held-out loss {hl:.4f} (ppl {math.exp(hl):.2f})")
     return rows, hl
@@ -141,8 +141,8 @@ def smoke(a):
         k3_mini_data.main(["--out", tmp, "--text-mb", "0.02", "--chats", "60", "--ranks", "600",
                            "--bpe-sample-mb", "0.03", "--no-man"])
         a.data, a.out = tmp, os.path.join(tmp, "ckpt")
-        a.steps, a.batch, a.seq, a.warmup, a.lr, a.log_every, a.save_every = 40, 4, 64, 5, 3e-3, 10, 0
-        a.qat_frac = 0.25
+        a.steps, a.batch, a.seq, a.warmup, a.lr, a.log_every, a.save_every = 32, 4, 64, 4, 3e-3, 8, 0
+        a.qat_frac, a.held_batches = 0.25, 2
         rows, hl = train(a)
     first, last = np.mean([r[1] for r in rows[:5]]), np.mean([r[1] for r in rows[-5:]])
     print(f"smoke: loss {first:.3f} -> {last:.3f}, held-out {hl:.3f}")
@@ -166,6 +166,7 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--log-every", type=int, default=25)
     ap.add_argument("--save-every", type=int, default=200)
+    ap.add_argument("--held-batches", type=int, default=8, help="held-out batches for the final loss")
     ap.add_argument("--smoke", action="store_true")
     a = ap.parse_args(argv)
     if a.smoke:
