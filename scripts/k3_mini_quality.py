@@ -30,6 +30,7 @@ SETTINGS = (  # (label, k3-repack flags)
     ("bits 4, mla 4, head 4", ["--bits", "4", "--mla-bits", "4", "--head-bits", "4"]),
 )
 ACTS = ("f32", "int8")
+CI_DOCS, CI_SETTINGS = 4, [SETTINGS[i] for i in (0, 1, 3, 6)]  # what the CI test re-measures
 
 
 def log_softmax(x):
@@ -44,7 +45,7 @@ def run_doc(k3_run, container, path, act, logits):
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def measure(snapshot, docs, work, bin_dir, log=print):
+def measure(snapshot, docs, work, bin_dir, settings=SETTINGS, acts=ACTS, log=print):
     os.makedirs(work, exist_ok=True)
     k3_run = os.path.join(bin_dir, "k3-run")
     paths = []
@@ -56,13 +57,13 @@ def measure(snapshot, docs, work, bin_dir, log=print):
     with open(os.path.join(snapshot, "config.json")) as f:
         vocab = json.load(f)["text_config"]["vocab_size"]
     base, rows = None, []
-    for label, flags in SETTINGS:
+    for label, flags in settings:
         cont = os.path.join(work, "c_" + "_".join(flags).replace("--", ""))
         if not os.path.exists(os.path.join(cont, "k3-manifest.json")):
             subprocess.run([os.path.join(bin_dir, "k3-repack"), snapshot, cont] + flags, check=True,
                            capture_output=True)
         size = sum(os.path.getsize(os.path.join(cont, f)) for f in os.listdir(cont) if f.endswith(".safetensors"))
-        for act in ACTS:
+        for act in acts:
             nll, n, agree, kl = 0.0, 0, 0, 0.0
             lps = []
             for i, p in enumerate(paths):
@@ -105,12 +106,15 @@ def main(argv=None):
     ap.add_argument("--bin", default=os.path.join(here, "..", "build", "release", "bin"))
     ap.add_argument("--json")
     ap.add_argument("--md", action="store_true")
+    ap.add_argument("--ci", action="store_true", help="only the CI subset (CI_DOCS documents, CI_SETTINGS)")
     a = ap.parse_args(argv)
     with open(a.docs, encoding="utf-8") as f:
         docs = [json.loads(ln) for ln in f if ln.strip()]
+    if a.ci:
+        a.limit = CI_DOCS
     if a.limit:
         docs = docs[:a.limit]
-    rows = measure(a.snapshot, docs, a.work, a.bin)
+    rows = measure(a.snapshot, docs, a.work, a.bin, settings=CI_SETTINGS if a.ci else SETTINGS)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"documents": len(docs), "rows": rows}, f, indent=1)

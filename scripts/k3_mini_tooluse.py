@@ -146,6 +146,17 @@ def generate(k3_run, container, ids, n=96):
     return json.loads(r.stdout.strip().splitlines()[-1])["tokens"]
 
 
+def tokgen_parse(k3_tokgen, container, ids, request, work):
+    """The C++ output parser's verdict (`k3-tokgen parse --tools`): the OpenAI
+    message with its tool calls, or None when it reports the reply malformed."""
+    req_path = os.path.join(work, "k3mini_tooluse_request.json")
+    with open(req_path, "w") as f:
+        json.dump(request, f)
+    r = subprocess.run([k3_tokgen, "parse", container, ",".join(map(str, ids)), "--tools", req_path, "--json"],
+                       capture_output=True, text=True)
+    return json.loads(r.stdout)["message"] if r.returncode == 0 else None
+
+
 def main(argv=None):
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -153,6 +164,8 @@ def main(argv=None):
     ap.add_argument("--cities", default=os.path.join(here, "..", "models", "k3-mini", "eval", "held_cities.json"))
     ap.add_argument("--effort", default="max", choices=["max", "none"])
     ap.add_argument("--k3-run", default=os.path.join(here, "..", "build", "release", "bin", "k3-run"))
+    ap.add_argument("--k3-tokgen", default=os.path.join(here, "..", "build", "release", "bin", "k3-tokgen"))
+    ap.add_argument("--work", default="/tmp")
     ap.add_argument("--json", help="write per-city results here")
     a = ap.parse_args(argv)
     tok = xtml_ref.Tokenizer.from_files(os.path.join(a.container, "tiktoken.model"),
@@ -160,12 +173,16 @@ def main(argv=None):
     with open(a.cities) as f:
         cities = json.load(f)
     eom = tok.special("<|end_of_msg|>")
-    rows, ok, exact = [], 0, 0
+    rows, ok, exact, cpp_ok = [], 0, 0, 0
     for n, city in enumerate(cities):
         ask = chat.WEATHER_ASK[n % len(chat.WEATHER_ASK)].format(c=city)
         req = chat.request([("user", ask)], chat.TOOLS, None if a.effort == "none" else a.effort, True)
         out = generate(a.k3_run, a.container, xtml_ref.render(tok, req))
         row = {"city": city, "ask": ask, "ids": out}
+        msg = tokgen_parse(a.k3_tokgen, a.container, out, req, a.work)
+        calls = (msg or {}).get("tool_calls") or []
+        row["k3_tokgen_parse"] = calls
+        cpp_ok += bool(calls) and calls[0]["function"]["name"] in ("get_weather", "lookup")
         try:
             _, _, calls = parse_reply(tok, out[:out.index(eom) + 1] if eom in out else out)
             why = "no tool call" if not calls else valid_call(calls[0], chat.TOOLS)
@@ -178,7 +195,7 @@ def main(argv=None):
             row["error"] = f"malformed: {e}"
         rows.append(row)
     res = {"cities": len(cities), "valid_calls": ok, "rate": ok / len(cities),
-           "city_argument_exact": exact, "effort": a.effort}
+           "city_argument_exact": exact, "k3_tokgen_parse_calls": cpp_ok, "effort": a.effort}
     if a.json:
         with open(a.json, "w") as f:
             json.dump(dict(res, rows=rows), f, indent=1)

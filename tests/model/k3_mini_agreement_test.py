@@ -46,8 +46,9 @@ class K3MiniAgreement(unittest.TestCase):
                        capture_output=True)
         cls.tok = xtml_ref.Tokenizer.from_files(os.path.join(MODEL, "tiktoken.model"),
                                                 os.path.join(MODEL, "tokenizer_config.json"))
-        with open(os.path.join(MODEL, "eval", "heldout.txt"), encoding="utf-8") as f:
-            cls.text = f.read()
+        with open(os.path.join(MODEL, "eval", "heldout.jsonl"), encoding="utf-8") as f:
+            cls.docs = [json.loads(ln) for ln in f if ln.strip()]
+        cls.text = "\n\n".join(cls.docs)
         cls.model = load_model(MODEL)
 
     def three(self, ids, name):
