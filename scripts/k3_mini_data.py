@@ -6,7 +6,7 @@
 DIR gets tiktoken.model + tokenizer_config.json (the snapshot's tokenizer),
 train.npz / held.npz (token docs: `ids` concatenated, `offs` boundaries,
 `kind` 0 = text, 1 = chat), held_text.txt / held_docs.jsonl (held-out
-plain text, for perplexity), held_cities.json / train_cities.json and data.json (counts and
+plain text), eval_heldout.jsonl (the evaluation subset committed with the model), held_cities.json / train_cities.json and data.json (counts and
 provenance). Text documents start with [BOS] (k3-run prepends it to raw
 prompts and perplexity text); chat conversations do not (spec 7.6).
 """
@@ -49,6 +49,23 @@ def pack(seqs, kinds):
 def chat_text_sample(convs):
     """The text segments of some conversations, for the BPE trainer."""
     return "\n".join(v for req in convs for k, v in xtml_ref.segments(req) if k == "text")
+
+
+def eval_docs(held_jsonl, out_jsonl, per_source=8, min_chars=150, max_chars=1200):
+    """The committed held-out evaluation set: per_source documents of each
+    source (at least min_chars, cut at a word before max_chars), interleaved."""
+    by = {}
+    with open(held_jsonl, encoding="utf-8") as f:
+        for ln in f:
+            d = json.loads(ln)
+            if len(d["text"]) >= min_chars and len(by.setdefault(d["source"], [])) < per_source:
+                t = d["text"]
+                by[d["source"]].append(t if len(t) <= max_chars else t[:max_chars].rsplit(" ", 1)[0])
+    with open(out_jsonl, "w", encoding="utf-8") as f:
+        for i in range(per_source):
+            for src in sorted(by):
+                if i < len(by[src]):
+                    f.write(json.dumps(by[src][i]) + "\n")
 
 
 def main(argv=None):
@@ -110,6 +127,7 @@ def main(argv=None):
         f.write("\n\n".join(d.text for d in held_docs))
     with open(os.path.join(a.out, "held_docs.jsonl"), "w", encoding="utf-8") as f:
         f.writelines(json.dumps({"source": d.source, "key": d.key, "text": d.text}) + "\n" for d in held_docs)
+    eval_docs(os.path.join(a.out, "held_docs.jsonl"), os.path.join(a.out, "eval_heldout.jsonl"))
     for name, val in (("held_cities", held_cities), ("train_cities", train_cities)):
         with open(os.path.join(a.out, name + ".json"), "w") as f:
             json.dump(val, f, indent=1)

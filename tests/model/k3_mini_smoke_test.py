@@ -20,7 +20,7 @@ class K3MiniSmoke(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout[-2000:] + r.stderr[-2000:])
         line = [ln for ln in r.stdout.splitlines() if ln.startswith("smoke: loss")]
         self.assertEqual(len(line), 1, r.stdout[-2000:])
-        first, last = (float(x) for x in line[0].split()[2:5:2])
+        first, last = (float(x.rstrip(",")) for x in line[0].split()[2:5:2])
         self.assertLess(last, first - 0.5)
         print(f"{line[0]} in {time.time() - t0:.0f}s")
 
