@@ -53,8 +53,10 @@ class Docs:
             n += len(d)
         return np.concatenate(out)[:T + 1]
 
-    def batch(self, rng, B, T):
-        return torch.from_numpy(np.stack([self.sample(rng, T, int(b % 2)) for b in range(B)]).astype(np.int64))
+    def batch(self, rng, B, T, chat_rows=None):
+        """B rows: odd rows start at a chat document, even rows at text; or the first chat_rows at chat."""
+        kinds = [b % 2 if chat_rows is None else int(b < chat_rows) for b in range(B)]
+        return torch.from_numpy(np.stack([self.sample(rng, T, k) for k in kinds]).astype(np.int64))
 
 
 def held_loss(model, held, T, n_batches=8, B=8):
@@ -84,6 +86,8 @@ def train(a, log=print):
     data = Docs(os.path.join(a.data, "train.npz"))
     held = Docs(os.path.join(a.data, "held.npz"))
     model = K3Mini(k3_mini_config.text_config())
+    if a.init:  # continue from a checkpoint (fine-tuning stage)
+        model.load_state_dict(torch.load(a.init, map_location="cpu"))
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     other = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": other, "weight_decay": 0.0}],
@@ -97,7 +101,7 @@ def train(a, log=print):
         for g in opt.param_groups:
             g["lr"] = lr
         model.set_qat(step >= qat_from)
-        x = data.batch(rng, a.batch, a.seq)
+        x = data.batch(rng, a.batch, a.seq, a.chat_rows)
         lg = model(x[:, :-1])
         loss = F.cross_entropy(lg.reshape(-1, lg.shape[-1]), x[:, 1:].reshape(-1))
         opt.zero_grad(set_to_none=True)
@@ -166,6 +170,8 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--log-every", type=int, default=25)
     ap.add_argument("--save-every", type=int, default=200)
+    ap.add_argument("--init", help="start from this model.pt instead of a fresh initialisation")
+    ap.add_argument("--chat-rows", type=int, help="batch rows starting at a chat document (default half)")
     ap.add_argument("--held-batches", type=int, default=8, help="held-out batches for the final loss")
     ap.add_argument("--smoke", action="store_true")
     a = ap.parse_args(argv)
