@@ -6,7 +6,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 pkgs=(cmake ninja-build g++ pkg-config ccache
       libcli11-dev libsimdjson-dev libzstd-dev libssl-dev libpcre2-dev
       libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev
-      clang-14 libclang-rt-14-dev python3-numpy python3-regex nodejs npm)
+      clang-14 libclang-rt-14-dev python3-numpy python3-regex nodejs npm
+      # k3-mini: PyTorch for its model/tests; the text packages its --smoke
+      # training reads (fortunes, GCIDE, KJV) and tzdata's city names
+      python3-torch libopenblas0-pthread fortunes-min dict-gcide bible-kjv tzdata)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 # nodejs/npm may come from elsewhere on dev boxes: only require the commands.

@@ -1,0 +1,187 @@
+#!/usr/bin/python3
+"""Train k3-mini (Kimi K3's architecture, tiny widths) on the data of k3_mini_data.py.
+
+    train_k3_mini.py --data DIR --out CKPT [--steps N] [--batch B] [--seq T]
+                     [--lr X] [--qat-frac F] [--seed S] [--threads 2]
+    train_k3_mini.py --smoke          # ~1 minute on a tiny sample; asserts the loss falls
+
+The model is scripts/k3_mini_model.py. Batches start at a document start
+(text or chat, half each) and are filled with further documents of the same
+kind. AdamW, warm-up then cosine decay; the router's correction bias moves by
+load balancing (aux-loss-free, sign of the load error). For the last
+--qat-frac of the steps the routed experts run MXFP4 fake-quantized
+(straight-through), so the exported MXFP4 bytes are what was trained.
+
+CKPT gets model.pt (state dict, f32), train_log.csv (step, loss, lr, seconds)
+and train.json (settings, wall time, held-out loss). Deterministic for one
+seed and thread count (as far as torch is).
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import k3_mini_config  # noqa: E402
+from k3_mini_model import K3Mini  # noqa: E402
+
+
+class Docs:
+    def __init__(self, path):
+        z = np.load(path)
+        self.ids, self.offs, self.kind = z["ids"], z["offs"], z["kind"]
+        self.by_kind = [np.nonzero(self.kind == k)[0] for k in (0, 1)]
+
+    def doc(self, i):
+        return self.ids[self.offs[i]:self.offs[i + 1]]
+
+    def sample(self, rng, T, kind):
+        pool = self.by_kind[kind] if len(self.by_kind[kind]) else self.by_kind[1 - kind]
+        out = []
+        n = 0
+        while n < T + 1:
+            d = self.doc(int(pool[rng.integers(len(pool))]))
+            out.append(d)
+            n += len(d)
+        return np.concatenate(out)[:T + 1]
+
+    def batch(self, rng, B, T, chat_rows=None):
+        """B rows: odd rows start at a chat document, even rows at text; or the first chat_rows at chat."""
+        kinds = [b % 2 if chat_rows is None else int(b < chat_rows) for b in range(B)]
+        return torch.from_numpy(np.stack([self.sample(rng, T, k) for k in kinds]).astype(np.int64))
+
+
+def held_loss(model, held, T, n_batches=8, B=8):
+    rng = np.random.default_rng(12345)
+    tot, cnt = 0.0, 0
+    with torch.no_grad():
+        for _ in range(n_batches):
+            x = held.batch(rng, B, T)
+            lg = model(x[:, :-1])
+            tot += F.cross_entropy(lg.reshape(-1, lg.shape[-1]), x[:, 1:].reshape(-1), reduction="sum").item()
+            cnt += x[:, 1:].numel()
+    return tot / cnt
+
+
+def balance(model, rate):
+    for m in model.moe_layers():
+        if m.load is not None:
+            err = m.load.mean() - m.load
+            m.gate.e_score_correction_bias += rate * torch.sign(err)
+
+
+def train(a, log=print):
+    torch.manual_seed(a.seed)
+    torch.set_num_threads(a.threads)
+    torch.set_flush_denormal(True)
+    rng = np.random.default_rng(a.seed)
+    data = Docs(os.path.join(a.data, "train.npz"))
+    held = Docs(os.path.join(a.data, "held.npz"))
+    model = K3Mini(k3_mini_config.text_config())
+    if a.init:  # continue from a checkpoint (fine-tuning stage)
+        model.load_state_dict(torch.load(a.init, map_location="cpu"))
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    other = [p for n, p in model.named_parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": other, "weight_decay": 0.0}],
+                            lr=a.lr, betas=(0.9, 0.95))
+    qat_from = int(a.steps * (1 - a.qat_frac))
+    os.makedirs(a.out, exist_ok=True)
+    rows = []
+    t0 = time.time()
+    for step in range(a.steps):
+        lr = a.lr * min(1.0, (step + 1) / a.warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / a.steps)))
+        for g in opt.param_groups:
+            g["lr"] = lr
+        model.set_qat(step >= qat_from)
+        x = data.batch(rng, a.batch, a.seq, a.chat_rows)
+        lg = model(x[:, :-1])
+        loss = F.cross_entropy(lg.reshape(-1, lg.shape[-1]), x[:, 1:].reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        with torch.no_grad():
+            balance(model, a.bias_rate)
+        rows.append((step, loss.item(), lr, time.time() - t0))
+        if step % a.log_every == 0 or step == a.steps - 1:
+            log(f"step {step} loss {loss.item():.4f} lr {lr:.2e} qat {int(step >= qat_from)} "
+                f"{time.time() - t0:.0f}s")
+        if a.save_every and step and step % a.save_every == 0:
+            save(model, a, rows, t0, None)
+    model.set_qat(True)
+    hl = held_loss(model, held, a.seq, n_batches=a.held_batches)
+    save(model, a, rows, t0, hl)
+    log(f"done: {a.steps} steps in {time.time() - t0:.0f}s, held-out loss {hl:.4f} (ppl {math.exp(hl):.2f})")
+    return rows, hl
+
+
+def save(model, a, rows, t0, hl):
+    torch.save(model.state_dict(), os.path.join(a.out, "model.pt.tmp"))
+    os.replace(os.path.join(a.out, "model.pt.tmp"), os.path.join(a.out, "model.pt"))
+    with open(os.path.join(a.out, "train_log.csv"), "w") as f:
+        f.write("step,loss,lr,seconds\n")
+        f.writelines(f"{s},{lo:.5f},{lr:.6g},{t:.1f}\n" for s, lo, lr, t in rows)
+    info = {k: v for k, v in vars(a).items()}
+    info.update(wall_seconds=round(time.time() - t0, 1), steps_done=len(rows),
+                final_train_loss=float(np.mean([r[1] for r in rows[-20:]])), held_loss=hl,
+                torch=torch.__version__)
+    with open(os.path.join(a.out, "train.json"), "w") as f:
+        json.dump(info, f, indent=1)
+
+
+def smoke(a):
+    """Tiny data from installed Debian text, ~1 minute of training; the loss must fall."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import k3_mini_data
+    with tempfile.TemporaryDirectory() as tmp:
+        k3_mini_data.main(["--out", tmp, "--text-mb", "0.02", "--chats", "60", "--ranks", "600",
+                           "--bpe-sample-mb", "0.03", "--no-man"])
+        a.data, a.out = tmp, os.path.join(tmp, "ckpt")
+        a.steps, a.batch, a.seq, a.warmup, a.lr, a.log_every, a.save_every = 32, 4, 64, 4, 3e-3, 8, 0
+        a.qat_frac, a.held_batches = 0.25, 2
+        rows, hl = train(a)
+    first, last = np.mean([r[1] for r in rows[:5]]), np.mean([r[1] for r in rows[-5:]])
+    print(f"smoke: loss {first:.3f} -> {last:.3f}, held-out {hl:.3f}")
+    if not last < first - 0.5:
+        raise SystemExit(f"smoke: loss did not fall enough ({first:.3f} -> {last:.3f})")
+    return 0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data")
+    ap.add_argument("--out")
+    ap.add_argument("--steps", type=int, default=1500)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--seq", type=int, default=256)
+    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--warmup", type=int, default=50)
+    ap.add_argument("--qat-frac", type=float, default=0.25)
+    ap.add_argument("--bias-rate", type=float, default=1e-3)
+    ap.add_argument("--seed", type=int, default=19)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--log-every", type=int, default=25)
+    ap.add_argument("--save-every", type=int, default=200)
+    ap.add_argument("--init", help="start from this model.pt instead of a fresh initialisation")
+    ap.add_argument("--chat-rows", type=int, help="batch rows starting at a chat document (default half)")
+    ap.add_argument("--held-batches", type=int, default=8, help="held-out batches for the final loss")
+    ap.add_argument("--smoke", action="store_true")
+    a = ap.parse_args(argv)
+    if a.smoke:
+        return smoke(a)
+    if not a.data or not a.out:
+        ap.error("--data and --out are required (or --smoke)")
+    train(a, log=lambda s: print(s, flush=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
