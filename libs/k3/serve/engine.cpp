@@ -137,7 +137,7 @@ void Engine::run(GenerationJob& job) {
   // Chat output goes through the XTML output parser (channels, tool calls);
   // text output straight to the UTF-8 holdback. Content passes the stop matcher.
   std::optional<tok::ChatOutputParser> parser;
-  if (job.mode == GenerationJob::Mode::Chat) parser.emplace(tok_, job.tools, job.thinking);
+  if (job.mode == GenerationJob::Mode::Chat) parser.emplace(tok_, job.tools, job.thinking, job.callIdPrefix);
   std::vector<tok::ChatOutputEvent> events;
   tok::Utf8Holdback rawText;
   StopMatcher stop(job.params.stop);

@@ -36,6 +36,9 @@ struct GenerationJob {
   GenerationParams params;
   bool thinking = false;  // chat: the prompt ends inside the think channel
   std::vector<tok::ToolSpec> tools;  // chat: declared tools, for the output parser
+  // chat: tool-call ids are this + the call's index; unique per response, since
+  // clients send the ids back in later turns and tool results name them.
+  std::string callIdPrefix = "call_";
   std::chrono::steady_clock::time_point enqueued = std::chrono::steady_clock::now();
 
   std::atomic<bool> cancel{false};  // set by the HTTP side (client gone)

@@ -260,6 +260,7 @@ void HttpServer::routes() {
                          "this model's context is " + std::to_string(ctx) + " tokens (--ctx); the prompt has " +
                              std::to_string(job->prompt.size()) + " tokens, leaving no room to generate");
         if (!job->params.seeded) job->params.sampling.seed = (uint64_t{std::random_device{}()} << 32) | std::random_device{}();
+        job->callIdPrefix = randomId("call_") + "_";
         if (!r.engine->submit(job)) {
           res.set_header("Retry-After", "1");
           throw ApiError(429, "rate_limit_error", "", "queue_full",
