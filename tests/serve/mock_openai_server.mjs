@@ -27,7 +27,7 @@ function sendJson(res, status, body, extra = {}) {
 }
 const envelope = (message, type, code) => ({ error: { message, type, param: null, code } });
 
-export function startMock({ port = 0, delayMs = 40, apiKey = "", model = "k3-mock" } = {}) {
+export function startMock({ port = 0, delayMs = 40, apiKey = "", model = "k3-mock", ctx = 2048 } = {}) {
   let busy = false;
   const server = http.createServer((req, res) => {
     if (req.method === "GET" && (req.url === "/" || req.url === "/index.html")) {
@@ -50,6 +50,16 @@ export function startMock({ port = 0, delayMs = 40, apiKey = "", model = "k3-moc
         let body;
         try { body = JSON.parse(raw); } catch { sendJson(res, 400, envelope("body is not JSON", "invalid_request_error", null)); return; }
         if (busy) { sendJson(res, 429, envelope("queue full", "server_error", "queue_full"), { "Retry-After": "2" }); return; }
+        const words = JSON.stringify(body.messages ?? []).split(/\s+/).length;
+        if (words > ctx) {
+          sendJson(res, 400, envelope(`prompt is ${words} tokens, more than the context of ${ctx}`, "invalid_request_error", "context_length_exceeded"));
+          return;
+        }
+        if (!body.stream) {
+          sendJson(res, 200, { id: "chatcmpl-mock", object: "chat.completion", model, choices: [{ index: 0,
+            message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage: { prompt_tokens: words, completion_tokens: 1, total_tokens: words + 1 } });
+          return;
+        }
         stream(body, res);
       });
       return;

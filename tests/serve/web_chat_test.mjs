@@ -1,0 +1,298 @@
+// The web chat page (GET /) in a real browser — Debian's chromium driven by
+// npm puppeteer-core — against `k3-run --serve` on a container built here:
+// open the page, send a message and watch the answer stream in, the thinking
+// panel, stop mid-stream (the server is free at once, the text stops
+// growing), regenerate, edit, reload and find the conversation, a narrow
+// phone-sized viewport, the server's error envelope shown to the user.
+// Screenshots land in $K3_TEST_TMP/screens/web_chat-*.png.
+//
+// K3_WEB_CHAT_URL=http://HOST:PORT runs it against a server already running
+// (then nothing is started or built here).
+import test, { before, after } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { launchBrowser, closeBrowser } from "../../scripts/node/k3_browser.mjs";
+import { startServe } from "./serve_process.mjs";
+
+const SOURCE_DIR = process.env.K3_SOURCE_DIR ?? path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
+const TMP = process.env.K3_TEST_TMP ?? path.join(SOURCE_DIR, "build/release/testdata");
+const SCREENS = path.join(TMP, "screens");
+const CTX = 2048;
+
+let server;    // {url, stop()}
+let browser;
+let page;
+const pageErrors = [];
+const requests = [];   // chat request bodies the page sent
+
+// Hard bound on the whole file: whatever hangs, the server and chromium go.
+const watchdog = setTimeout(async () => {
+  console.error("web_chat_test: watchdog fired, cleaning up");
+  await cleanup();
+  process.exit(2);
+}, 420_000);
+watchdog.unref();
+
+async function cleanup() {
+  const b = browser; browser = null;
+  const s = server; server = null;
+  await closeBrowser(b);
+  if (s) await s.stop();
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+async function shot(name) {
+  fs.mkdirSync(SCREENS, { recursive: true });
+  await page.screenshot({ path: path.join(SCREENS, `web_chat-${name}.png`) });
+}
+async function waitUntil(what, fn, timeoutMs = 30_000, stepMs = 50) {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(stepMs);
+  }
+}
+
+// What the page shows, read from the DOM.
+const view = () => page.evaluate(() => {
+  const last = [...document.querySelectorAll(".msg.assistant")].pop();
+  const think = last && last.querySelector("details.thinking");
+  return {
+    streaming: !document.getElementById("stop").hidden,
+    answer: last ? last.querySelector(".answer").innerText : "",
+    thinkingShown: !!think && !think.hidden,
+    thinking: think ? think.querySelector(".think-body").textContent : "",
+    note: last ? last.querySelector(".note").textContent : "",
+    meta: last ? last.querySelector(".meta").textContent : "",
+    users: [...document.querySelectorAll(".msg.user .bubble")].map((b) => b.textContent),
+    assistants: document.querySelectorAll(".msg.assistant").length,
+    banner: (document.querySelector(".banner") || {}).textContent || "",
+    title: document.getElementById("conv-title").textContent,
+    list: [...document.querySelectorAll("#conv-list .conv-title")].map((t) => t.textContent),
+    current: (document.querySelector('#conv-list [aria-current="true"] .conv-title') || {}).textContent || "",
+  };
+});
+const generatedText = (v) => v.answer + v.thinking;
+
+async function setSettings({ maxTokens, temperature, thinking, system }) {
+  await page.click("#open-settings");
+  await page.waitForSelector("#settings[open]");
+  const fill = async (sel, value) => {
+    await page.$eval(sel, (e) => { e.value = ""; });
+    await page.type(sel, String(value));
+  };
+  if (maxTokens !== undefined) await fill("#max-tokens", maxTokens);
+  if (temperature !== undefined) await fill("#temperature-num", temperature);
+  if (system !== undefined) await fill("#system-prompt", system);
+  await page.click("#settings .dlg-foot .btn.primary");
+  await page.waitForSelector("#settings:not([open])");
+  if (thinking !== undefined && (await page.$eval("#thinking-toggle", (e) => e.checked)) !== thinking)
+    await page.click("label.toggle");
+  assert.equal(await page.$eval("#thinking-toggle", (e) => e.checked), thinking ?? (await page.$eval("#thinking-toggle", (e) => e.checked)));
+}
+
+async function send(text) {
+  await page.focus("#prompt");
+  await page.type("#prompt", text);
+  await page.keyboard.press("Enter");
+  await waitUntil("the answer to start", async () => (await view()).streaming || (await view()).banner, 10_000);
+}
+const waitDone = (timeoutMs = 60_000) => waitUntil("the answer to finish", async () => !(await view()).streaming, timeoutMs, 100);
+
+before(async () => {
+  server = await startServe({ ctx: CTX });
+  browser = await launchBrowser();
+  page = await browser.newPage();
+  page.setDefaultTimeout(20_000);
+  page.on("pageerror", (e) => pageErrors.push(e.message));
+  page.on("request", (r) => {
+    if (r.url().endsWith("/v1/chat/completions")) requests.push(JSON.parse(r.postData()));
+    assert.ok(r.url().startsWith(server.url) || r.url().startsWith("data:"), `the page loaded ${r.url()} from elsewhere`);
+  });
+  await page.setViewport({ width: 1280, height: 860 });
+  await page.goto(server.url + "/", { waitUntil: "load" });
+}, { timeout: 240_000 });
+
+after(async () => {
+  clearTimeout(watchdog);
+  await cleanup();
+});
+
+test("GET / is the page from the source tree, and it finds the model", async () => {
+  const served = await (await fetch(server.url + "/")).text();
+  assert.equal(served, fs.readFileSync(path.join(SOURCE_DIR, "libs/k3/serve/web/index.html"), "utf8"),
+    "the binary serves the current libs/k3/serve/web/index.html");
+  const models = await (await fetch(server.url + "/v1/models")).json();
+  const id = models.data[0].id;
+  await page.waitForSelector('#model-chip[data-state="ready"]');
+  assert.equal(await page.$eval("#model-name", (e) => e.textContent), id);
+  await shot("01-empty");
+});
+
+test("an answer streams in: the visible text grows while it is generated", async () => {
+  await setSettings({ maxTokens: 160, temperature: 0, thinking: false });
+  await send("Hello there! Please write a few sentences.");
+  const seen = [];
+  let shotTaken = false;
+  for (;;) {
+    const v = await view();
+    if (!v.streaming) break;
+    if (v.answer.length && v.answer.length !== seen[seen.length - 1]) seen.push(v.answer.length);
+    if (seen.length === 3 && !shotTaken) { await shot("02-streaming"); shotTaken = true; }
+    await sleep(40);
+  }
+  // Rendered markdown may shrink for a moment ("**bo" → "bold"), so count the steps up.
+  const ups = seen.filter((n, k) => k > 0 && n > seen[k - 1]).length;
+  assert.ok(seen.length >= 3 && ups >= 2 && seen[seen.length - 1] > seen[0],
+    `the answer was seen growing while it streamed (visible lengths: ${seen})`);
+  const v = await view();
+  assert.ok(v.answer.length >= seen[seen.length - 1] * 0.9, "the final text holds what streamed");
+  assert.match(v.meta, /\d+ prompt/);
+  assert.match(v.meta, /\d+ generated/);
+  assert.match(v.meta, /tok\/s/);
+  assert.equal(v.thinkingShown, false, "no thinking panel with thinking off");
+  const body = requests[requests.length - 1];
+  assert.equal(body.stream, true);
+  assert.deepEqual(body.stream_options, { include_usage: true });
+  assert.deepEqual(body.chat_template_kwargs, { thinking: false });
+  assert.equal(body.max_tokens, 160);
+  assert.equal(body.temperature, 0);
+  await shot("03-answer");
+});
+
+test("thinking on: the thinking streams into its own collapsible panel", async () => {
+  await setSettings({ maxTokens: 96, thinking: true });
+  await send("Think first, then answer: what is 2+2?");
+  await waitUntil("the thinking panel", async () => (await view()).thinkingShown, 20_000);
+  const during = (await view()).thinking.length;
+  await shot("04-thinking");
+  await waitDone();
+  const v = await view();
+  assert.ok(v.thinkingShown && v.thinking.length > 0, "the reasoning is shown in its panel");
+  assert.ok(v.thinking.length >= during);
+  const body = requests[requests.length - 1];
+  assert.deepEqual(body.chat_template_kwargs, { thinking: true });
+  // The earlier answer goes back as an assistant turn (reasoning included when there was one).
+  const prev = body.messages.filter((m) => m.role === "assistant");
+  assert.equal(prev.length, 1);
+  assert.ok(typeof prev[0].content === "string");
+  // Collapsing and expanding the panel.
+  const panel = await (await page.$$(".msg.assistant")).pop().$("details.thinking");
+  const open0 = await panel.evaluate((d) => d.open);
+  await (await panel.$("summary")).click();
+  assert.equal(await panel.evaluate((d) => d.open), !open0);
+  if (!open0) await shot("05-thinking-open");
+});
+
+test("stop mid-stream: the text stops growing and the server takes the next request at once", async () => {
+  await setSettings({ maxTokens: 1500, thinking: false });
+  await send("Tell me a very long story.");
+  await waitUntil("some streamed text", async () => generatedText(await view()).length > 40, 30_000);
+  await page.click("#stop");
+  await waitUntil("the stop", async () => !(await view()).streaming, 5_000);
+  await sleep(300);  // a frame already queued may still paint
+  const at = await view();
+  assert.match(at.note, /Stopped/);
+  await sleep(1500);
+  const later = await view();
+  assert.equal(generatedText(later), generatedText(at), "nothing more arrives after stop");
+  // The server is free: a short request is answered without waiting for the rest of the 1500 tokens.
+  const t0 = Date.now();
+  const resp = await fetch(server.url + "/v1/chat/completions", {
+    method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ messages: [{ role: "user", content: "hi" }], max_tokens: 4 }),
+  });
+  assert.equal(resp.status, 200);
+  await resp.json();
+  const ms = Date.now() - t0;
+  assert.ok(ms < 4000, `the next request took ${ms} ms after stop`);
+  await shot("06-stopped");
+});
+
+test("regenerate replaces the last answer; editing the last message resends it", async () => {
+  await setSettings({ maxTokens: 24 });
+  const before = await view();
+  await page.click(".regenerate");
+  await waitUntil("regeneration to start", async () => (await view()).streaming, 5_000);
+  await waitDone();
+  const after = await view();
+  assert.equal(after.assistants, before.assistants, "the answer was replaced, not added");
+  assert.deepEqual(after.users, before.users);
+  assert.doesNotMatch(after.note, /Stopped\./, "the regenerated answer ran to its end");
+
+  await page.click(".edit-last");
+  await page.waitForSelector(".edit-box textarea");
+  await page.$eval(".edit-box textarea", (e) => { e.value = ""; });
+  await page.type(".edit-box textarea", "An edited question");
+  await page.click(".edit-box .btn.primary");
+  await waitUntil("the edited request", async () => (await view()).streaming || !(await page.$(".edit-box")), 5_000);
+  await waitDone();
+  const edited = await view();
+  assert.equal(edited.users[edited.users.length - 1], "An edited question");
+  assert.equal(edited.users.length, before.users.length);
+  assert.equal(requests[requests.length - 1].messages.at(-1).content, "An edited question");
+});
+
+test("a reload reopens the last conversation; the list holds every conversation", async () => {
+  const before = await view();
+  await page.reload({ waitUntil: "load" });
+  await page.waitForSelector('#model-chip[data-state="ready"]');
+  const after = await view();
+  assert.deepEqual(after.users, before.users);
+  assert.equal(after.assistants, before.assistants);
+  assert.equal(after.current, "Hello there! Please write a few sentences.");
+  assert.ok(after.meta.includes("generated"), "the stats survive the reload");
+
+  await page.click("#new-chat");
+  assert.deepEqual((await view()).users, []);
+  await setSettings({ maxTokens: 8 });
+  await send("A second conversation");
+  await waitDone();
+  const two = await view();
+  assert.deepEqual(two.list, ["A second conversation", "Hello there! Please write a few sentences."]);
+  // Going back to the first one.
+  await page.click("#conv-list li:nth-child(2) .conv-open");
+  assert.deepEqual((await view()).users, before.users);
+  await shot("07-reloaded");
+});
+
+test("the server's error envelope reaches the user (a prompt longer than --ctx)", async () => {
+  await page.click("#new-chat");
+  const long = Array.from({ length: CTX * 2 }, (_, k) => "word" + k).join(" ");
+  await page.$eval("#prompt", (e, text) => { e.value = text; e.dispatchEvent(new Event("input")); }, long);
+  await page.keyboard.press("Enter");
+  await waitUntil("the error banner", async () => (await view()).banner, 30_000);
+  const v = await view();
+  assert.match(v.banner, /Server error 400/);
+  assert.match(v.banner, new RegExp(String(CTX)), "the server's message names the context size");
+  assert.equal(v.assistants, 0, "no empty answer is left behind");
+  await shot("08-error");
+});
+
+test("narrow screen (390x844): nothing overflows, the list opens as a drawer", async () => {
+  await page.click("#conv-list li:nth-child(2) .conv-open");
+  await page.setViewport({ width: 390, height: 844, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
+  await sleep(300);
+  const m = await page.evaluate(() => ({
+    overflow: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+    composer: document.getElementById("composer").getBoundingClientRect().toJSON(),
+    menu: getComputedStyle(document.getElementById("menu-btn")).display,
+    side: document.getElementById("sidebar").getBoundingClientRect().right,
+  }));
+  assert.ok(m.overflow <= 0, `no horizontal overflow (${m.overflow} px)`);
+  assert.ok(m.composer.left >= 0 && m.composer.right <= 390 && m.composer.bottom <= 844, "the composer fits");
+  assert.notEqual(m.menu, "none", "the menu button shows");
+  assert.ok(m.side <= 0, "the conversation list is out of the way");
+  await shot("09-narrow");
+  await page.click("#menu-btn");
+  await sleep(350);
+  assert.ok(await page.$eval("#sidebar", (e) => e.getBoundingClientRect().left >= 0));
+  await shot("10-narrow-drawer");
+  await page.click("#side-close");
+  await sleep(300);
+  assert.ok(await page.$eval("#sidebar", (e) => e.getBoundingClientRect().right <= 0));
+  assert.deepEqual(pageErrors, [], "no script errors on the page");
+});
