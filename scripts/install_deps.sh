@@ -6,7 +6,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 pkgs=(cmake ninja-build g++ pkg-config ccache
       libcli11-dev libsimdjson-dev libzstd-dev libssl-dev libpcre2-dev
       libgtest-dev libgmock-dev libbenchmark-dev
-      clang-14 libclang-rt-14-dev python3-numpy nodejs npm)
+      clang-14 libclang-rt-14-dev python3-numpy nodejs npm
+      chromium)  # chromium: the web chat browser test (npm puppeteer-core drives it)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 # nodejs/npm may come from elsewhere on dev boxes: only require the commands.
