@@ -20,6 +20,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
 fi
-if [ -f "$here/node/package.json" ] && [ ! -d "$here/node/node_modules" ]; then
+# Also when package-lock.json changed since the last install (a new package).
+if [ -f "$here/node/package.json" ] && { [ ! -d "$here/node/node_modules" ] ||
+     [ "$here/node/package-lock.json" -nt "$here/node/node_modules/.package-lock.json" ]; }; then
   (cd "$here/node" && npm install --no-audit --no-fund)
 fi
