@@ -94,6 +94,13 @@ async function setSettings({ maxTokens, temperature, thinking, system }) {
   assert.equal(await page.$eval("#thinking-toggle", (e) => e.checked), thinking ?? (await page.$eval("#thinking-toggle", (e) => e.checked)));
 }
 
+async function openConversation(title) {
+  for (const item of await page.$$("#conv-list .conv-open")) {
+    if ((await item.$eval(".conv-title", (t) => t.textContent)) === title) { await item.click(); return; }
+  }
+  throw new Error(`no conversation "${title}" in the list`);
+}
+
 async function send(text) {
   await page.focus("#prompt");
   await page.type("#prompt", text);
@@ -254,7 +261,7 @@ test("a reload reopens the last conversation; the list holds every conversation"
   const two = await view();
   assert.deepEqual(two.list, ["A second conversation", "Hello there! Please write a few sentences."]);
   // Going back to the first one.
-  await page.click("#conv-list li:nth-child(2) .conv-open");
+  await openConversation("Hello there! Please write a few sentences.");
   assert.deepEqual((await view()).users, before.users);
   await shot("07-reloaded");
 });
@@ -273,7 +280,7 @@ test("the server's error envelope reaches the user (a prompt longer than --ctx)"
 });
 
 test("narrow screen (390x844): nothing overflows, the list opens as a drawer", async () => {
-  await page.click("#conv-list li:nth-child(2) .conv-open");
+  await openConversation("Hello there! Please write a few sentences.");
   await page.setViewport({ width: 390, height: 844, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
   await sleep(300);
   const m = await page.evaluate(() => ({
