@@ -42,9 +42,9 @@ async function cleanup() {
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-async function shot(name) {
+async function shot(name, p = page) {
   fs.mkdirSync(SCREENS, { recursive: true });
-  await page.screenshot({ path: path.join(SCREENS, `web_chat-${name}.png`) });
+  await p.screenshot({ path: path.join(SCREENS, `web_chat-${name}.png`) });
 }
 async function waitUntil(what, fn, timeoutMs = 30_000, stepMs = 50) {
   const end = Date.now() + timeoutMs;
@@ -301,5 +301,38 @@ test("narrow screen (390x844): nothing overflows, the list opens as a drawer", a
   await page.click("#side-close");
   await sleep(300);
   assert.ok(await page.$eval("#sidebar", (e) => e.getBoundingClientRect().right <= 0));
-  assert.deepEqual(pageErrors, [], "no script errors on the page");
 });
+
+test("a server started with --api-key: the page asks for the key, keeps it, and chats",
+  { skip: process.env.K3_WEB_CHAT_URL ? "needs a server of its own" : false }, async () => {
+  const keyed = await startServe({ ctx: 512, extra: ["--api-key", "web-chat-test-key"] });
+  const p = await browser.newPage();  // another port, so another origin: empty localStorage
+  try {
+    p.on("pageerror", (e) => pageErrors.push(e.message));
+    await p.setViewport({ width: 1280, height: 860 });
+    await p.goto(keyed.url + "/", { waitUntil: "load" });
+    await p.waitForSelector("#key-dialog[open]");
+    await shot("11-api-key", p);
+    await p.type("#key-input", "wrong-key");
+    await p.click("#key-save");
+    await p.waitForFunction(() => document.getElementById("key-dialog").open &&
+      /refused/.test(document.getElementById("key-msg").textContent), { timeout: 10_000 });
+    await p.$eval("#key-input", (e) => { e.value = ""; });
+    await p.type("#key-input", "web-chat-test-key");
+    await p.click("#key-save");
+    await p.waitForSelector('#model-chip[data-state="ready"]', { timeout: 10_000 });
+    await p.focus("#prompt");
+    await p.type("#prompt", "hello with a key");
+    await p.keyboard.press("Enter");
+    await p.waitForFunction(() => document.querySelector(".msg.assistant") && document.getElementById("stop").hidden, { timeout: 60_000 });
+    assert.equal(await p.$(".banner"), null, "the keyed request went through");
+    await p.reload({ waitUntil: "load" });
+    await p.waitForSelector('#model-chip[data-state="ready"]', { timeout: 10_000 });
+    assert.equal(await p.$eval("#key-dialog", (d) => d.open), false, "the key was kept");
+  } finally {
+    await p.close().catch(() => {});
+    await keyed.stop();
+  }
+});
+
+test("no script errors on the pages", () => assert.deepEqual(pageErrors, []));
