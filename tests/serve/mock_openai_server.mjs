@@ -74,7 +74,13 @@ export function startMock({ port = 0, delayMs = 40, apiKey = "", model = "k3-moc
     const last = body.messages?.[body.messages.length - 1]?.content ?? "";
     const steps = [{ role: "assistant", content: "" }];
     if (thinking) for (const p of pieces(REASONING)) steps.push({ reasoning_content: p });
-    for (const p of pieces(/long/i.test(last) ? (ANSWER + "\n\n").repeat(20) : ANSWER)) steps.push({ content: p });
+    let finish = "stop";
+    if (/weather/i.test(last)) {  // a tool call, its arguments in fragments
+      const args = JSON.stringify({ city: "Paris", unit: "celsius" });
+      steps.push({ tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "get_weather", arguments: "" } }] });
+      for (let k = 0; k < args.length; k += 6) steps.push({ tool_calls: [{ index: 0, function: { arguments: args.slice(k, k + 6) } }] });
+      finish = "tool_calls";
+    } else for (const p of pieces(/long/i.test(last) ? (ANSWER + "\n\n").repeat(20) : ANSWER)) steps.push({ content: p });
     const max = body.max_tokens ?? Infinity;
     res.writeHead(200, { "Content-Type": "text/event-stream", "Cache-Control": "no-cache", Connection: "keep-alive" });
     const chunk = (delta, finish = null) => JSON.stringify({
@@ -84,7 +90,7 @@ export function startMock({ port = 0, delayMs = 40, apiKey = "", model = "k3-moc
     const timer = setInterval(() => {
       if (i < steps.length && i <= max) { res.write("data: " + chunk(steps[i++]) + "\n\n"); return; }
       clearInterval(timer);
-      res.write("data: " + chunk({}, i > max ? "length" : "stop") + "\n\n");
+      res.write("data: " + chunk({}, i > max ? "length" : finish) + "\n\n");
       if (body.stream_options?.include_usage)
         res.write("data: " + JSON.stringify({ id, object: "chat.completion.chunk", model, choices: [],
           usage: { prompt_tokens: 40, completion_tokens: i - 1, total_tokens: 39 + i, prompt_tokens_details: { cached_tokens: 12 } } }) + "\n\n");

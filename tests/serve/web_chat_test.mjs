@@ -207,15 +207,7 @@ test("stop mid-stream: the text stops growing and the server takes the next requ
   const later = await view();
   assert.equal(generatedText(later), generatedText(at), "nothing more arrives after stop");
   // The server is free: a short request is answered without waiting for the rest of the 1500 tokens.
-  const t0 = Date.now();
-  const resp = await fetch(server.url + "/v1/chat/completions", {
-    method: "POST", headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({ messages: [{ role: "user", content: "hi" }], max_tokens: 4 }),
-  });
-  assert.equal(resp.status, 200);
-  await resp.json();
-  const ms = Date.now() - t0;
-  assert.ok(ms < 4000, `the next request took ${ms} ms after stop`);
+  await assertServerFree("stop");
   await shot("06-stopped");
 });
 
@@ -241,6 +233,33 @@ test("regenerate replaces the last answer; editing the last message resends it",
   assert.equal(edited.users[edited.users.length - 1], "An edited question");
   assert.equal(edited.users.length, before.users.length);
   assert.equal(requests[requests.length - 1].messages.at(-1).content, "An edited question");
+});
+
+// The next request is answered at once: nothing is left running for a client that went away.
+async function assertServerFree(what) {
+  const t0 = Date.now();
+  const resp = await fetch(server.url + "/v1/chat/completions", {
+    method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ messages: [{ role: "user", content: "hi" }], max_tokens: 4 }),
+  });
+  assert.equal(resp.status, 200);
+  await resp.json();
+  const ms = Date.now() - t0;
+  assert.ok(ms < 4000, `the next request took ${ms} ms after ${what}`);
+}
+
+test("a reload mid-answer keeps what had streamed, marked interrupted", async () => {
+  await setSettings({ maxTokens: 1500, thinking: false });
+  await send("Keep going for a while.");
+  await waitUntil("some streamed text", async () => generatedText(await view()).length > 40, 30_000);
+  const seen = generatedText(await view());
+  await page.reload({ waitUntil: "load" });
+  await page.waitForSelector('#model-chip[data-state="ready"]');
+  const v = await view();
+  assert.equal(v.streaming, false);
+  assert.match(v.note, /Interrupted/);
+  assert.ok(generatedText(v).startsWith(seen.slice(0, 40)), "the partial answer was kept");
+  await assertServerFree("the reload");
 });
 
 test("a reload reopens the last conversation; the list holds every conversation", async () => {
