@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # The long fuzz campaign: every target for SECONDS each (default 900), corpus
-# kept in build/fuzz/corpus-work between runs. See scripts/fuzz_run.sh.
+# kept in build/fuzz/corpus-work between runs; each target must reach at
+# least 1 M executions (K3_FUZZ_MIN_EXECS). See scripts/fuzz_run.sh.
 set -euo pipefail
-exec "$(dirname "$0")/fuzz_run.sh" "${1:-900}"
+K3_FUZZ_MIN_EXECS=${K3_FUZZ_MIN_EXECS:-1000000} exec "$(dirname "$0")/fuzz_run.sh" "${1:-900}"

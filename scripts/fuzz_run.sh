@@ -3,14 +3,15 @@
 # each for SECONDS (default 20) on a working copy of its seed corpus
 # (tests/fuzz/corpus/<target>) with the shared JSON dictionary.
 # Prints the executions each target reached; exits non-zero on any crash,
-# leak, timeout or sanitizer report (the reproducer is left in build/fuzz/).
+# leak, timeout or sanitizer report (the reproducer is left in build/fuzz/),
+# or when a target ran fewer than K3_FUZZ_MIN_EXECS executions (default 0).
 #   scripts/fuzz_run.sh [SECONDS] [TARGET...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-20}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(safetensors_header_fuzz index_config_fuzz expert_manifest_fuzz)
+[ ${#targets[@]} -eq 0 ] && targets=(safetensors_header_fuzz index_config_fuzz expert_manifest_fuzz chat_output_parser_fuzz)
 build="$root/build/fuzz"
 CXX=clang++-14 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DK3_FUZZ=ON -DK3_BUILD_BENCH=OFF >/dev/null
@@ -35,6 +36,9 @@ for t in "${targets[@]}"; do
   if [ $rc -ne 0 ]; then
     status=1
     grep -E 'ERROR|SUMMARY|artifact' "$log" | head -20
+  elif [ "${execs}" = "?" ] || [ "$execs" -lt "${K3_FUZZ_MIN_EXECS:-0}" ]; then
+    status=1
+    echo "fuzz $t: fewer than ${K3_FUZZ_MIN_EXECS} executions"
   fi
 done
 exit $status

@@ -5,8 +5,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 pkgs=(cmake ninja-build g++ pkg-config ccache
       libcli11-dev libsimdjson-dev libzstd-dev libssl-dev libpcre2-dev
-      libgtest-dev libgmock-dev libbenchmark-dev
-      clang-14 libclang-rt-14-dev python3-numpy nodejs npm
+      libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev
+      clang-14 libclang-rt-14-dev python3-numpy python3-regex nodejs npm
       chromium)  # chromium: the web chat browser test (npm puppeteer-core drives it)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

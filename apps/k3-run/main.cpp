@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -25,6 +26,9 @@
 #include "k3/model/sampler.h"
 #include "k3/model/session.h"
 #include "k3/quant/cpu_features.h"
+#include "k3/serve/engine.h"
+#include "k3/serve/http_server.h"
+#include "k3/serve/stop_signal.h"
 #include "k3/tok/tokenizer.h"
 
 namespace {
@@ -41,6 +45,11 @@ struct Args {
   uint64_t seed = 0;
   double expertGb = 0.0;
   std::string activations = "f32";
+  // --serve
+  bool serve = false;
+  k3::serve::ServeOptions srv;
+  std::string apiKeyFile;
+  double stateCacheGb = 1.0;
 };
 
 std::vector<int32_t> parseIds(const std::string& spec, const char* flag) {
@@ -186,6 +195,38 @@ std::string jsonIds(const char* key, const std::vector<int32_t>& ids) {
     s += std::to_string(ids[i]);
   }
   return s + "]";
+}
+
+// --serve: the OpenAI-compatible server (k3/serve) over one loaded model.
+int serveMain(Args a) {
+  k3::serve::blockStopSignals();  // before any thread starts: SIGINT/SIGTERM reach sigwait only
+  if (!a.apiKeyFile.empty()) {
+    a.srv.apiKey = readText(a.apiKeyFile);
+    while (!a.srv.apiKey.empty() && std::isspace(static_cast<unsigned char>(a.srv.apiKey.back()))) a.srv.apiKey.pop_back();
+    if (a.srv.apiKey.empty()) fail(ErrorKind::Usage, a.apiKeyFile, ": the API key file is empty");
+  }
+  a.srv.engine.stateCacheBytes = static_cast<uint64_t>(a.stateCacheGb * 1e9);
+  k3::serve::HttpServer http(a.srv);
+  const int port = http.start();  // /health answers 503 while the model loads
+  WeightOptions wo;
+  wo.int8Activations = a.activations == "int8";
+  auto weights = ModelWeights::open(a.dir, wo);
+  if (a.preload) weights->prefault(a.expertGb <= 0.0);
+  const tok::Tokenizer tok = tok::Tokenizer::fromDirectory(a.dir);
+  SessionOptions so;
+  so.threads = a.threads;
+  so.chunk = a.chunk;
+  so.maxContext = a.ctx;
+  so.expertBudget = static_cast<uint64_t>(a.expertGb * 1e9);
+  k3::serve::Engine engine(*weights, tok, so, a.srv.engine);
+  http.attach(tok, engine);
+  std::printf("listening on http://%s:%d\n", a.srv.host.c_str(), port);
+  std::fflush(stdout);
+  const int sig = k3::serve::waitForStopSignal();
+  std::fprintf(stderr, "[k3-serve] signal %d: stopping\n", sig);
+  engine.shutdown();
+  http.stop();
+  return 0;
 }
 
 int runMain(const Args& a) {
@@ -345,8 +386,22 @@ int main(int argc, char** argv) {
   app.add_flag("--preload", a.preload, "map every weight page at start (warm page cache; experts too unless --expert-gb)");
   app.add_flag("--no-bos", a.noBos, "do not prepend the config's BOS to a raw prompt");
   app.add_flag("--json", a.json, "print results and stats as one JSON object");
+  app.add_flag("--serve", a.serve, "serve the OpenAI API (/v1/chat/completions, ...) and the web chat at /");
+  app.add_option("--host", a.srv.host, "--serve: address to bind (default 127.0.0.1; others need an API key)");
+  app.add_option("--port", a.srv.port, "--serve: TCP port (default 8080; 0 = any free one)");
+  app.add_option("--api-key", a.srv.apiKey, "--serve: require Authorization: Bearer KEY");
+  app.add_option("--api-key-file", a.apiKeyFile, "--serve: read the API key from a file");
+  app.add_option("--model-name", a.srv.modelName, "--serve: model id in /v1/models (default k3)");
+  app.add_option("--queue", a.srv.engine.queue, "--serve: requests that may wait for the engine (default 8)");
+  app.add_option("--state-cache-gb", a.stateCacheGb, "--serve: state checkpoints kept for reuse, GB (0 = no reuse; default 1)");
+  app.add_option("--cors", a.srv.corsOrigin, "--serve: allow this browser origin (CORS off by default)");
   CLI11_PARSE(app, argc, argv);
   try {
+    if (a.serve) {
+      if (!a.prompt.empty() || a.chat || !a.ids.empty() || !a.promptIds.empty() || !a.perplexity.empty())
+        k3::fail(k3::ErrorKind::Usage, "--serve goes alone: not with -p, --chat, --ids, --prompt-ids or --perplexity");
+      return serveMain(a);
+    }
     return runMain(a);
   } catch (const k3::Error& e) {
     std::fprintf(stderr, "k3-run: %s\n", e.what());

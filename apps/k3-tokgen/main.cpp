@@ -17,6 +17,9 @@
 #include "k3/io/error.h"
 #include "k3/tok/hf_tokenizer_json.h"
 #include "k3/tok/tokenizer.h"
+#include "k3/io/json_text.h"
+#include "k3/tok/chat_encoder.h"
+#include "k3/tok/chat_output_message.h"
 #include "k3/tok/chat_request.h"
 #include "k3/tok/corpus_check.h"
 #include "k3/tok/id_text.h"
@@ -73,7 +76,10 @@ int main(int argc, char** argv) {
                "  k3-tokgen SOURCE [-o tokenizer.json] [--check CORPUS] [--json]\n"
                "  k3-tokgen encode SOURCE [-t TEXT] [--allow-special] [--json]  (text from stdin without -t)\n"
                "  k3-tokgen decode SOURCE [--ids ID...] [--json]                (ids from stdin without --ids)\n"
-               "  k3-tokgen chat SOURCE [-f CONVERSATION.json] [--json]         (JSON from stdin without -f)\n"
+               "  k3-tokgen chat SOURCE [-f REQUEST.json] [--json|--text]       (JSON from stdin without -f)\n"
+               "  k3-tokgen chat SOURCE --jsonl [-f REQUESTS.jsonl]             (one request per line)\n"
+               "  k3-tokgen parse SOURCE IDS [--no-thinking] [--tools REQUEST.json] [--json]\n"
+               "                                  (IDS: what the model generated, a comma list or a file)\n"
                "  k3-tokgen bench SOURCE --file TEXT_FILE [--repeat N]\n"
                "SOURCE = snapshot directory (tiktoken.model + optional tokenizer_config.json) or\n"
                "         TIKTOKEN_MODEL [TOKENIZER_CONFIG]"};
@@ -104,13 +110,32 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> chatSource;
   std::string chatFile;
-  bool chatJson = false;
-  CLI::App* chat = app.add_subcommand("chat", "print the XTML chat prompt ids of a conversation (JSON, file or stdin)");
+  bool chatJson = false, chatText = false, chatJsonl = false;
+  CLI::App* chat = app.add_subcommand(
+      "chat", "print the XTML prompt ids of an OpenAI chat-completions request (docs/CHAT.md)");
   chat->add_option("source", chatSource, "snapshot directory or TIKTOKEN_MODEL [TOKENIZER_CONFIG]")->expected(1, 2);
   chat->add_option("--file,-f", chatFile,
-                   "{\"messages\": [{\"role\", \"content\", \"reasoning\"}], \"thinking\": bool, "
-                   "\"add_generation_prompt\": bool} (default: stdin)");
+                   "request JSON: {\"messages\", \"tools\", \"tool_choice\", \"response_format\", "
+                   "\"chat_template_kwargs\": {\"thinking\", \"thinking_effort\"}, \"reasoning_effort\", "
+                   "\"add_generation_prompt\"}; the legacy {\"messages\", \"thinking\"} too (default: stdin)");
   chat->add_flag("--json", chatJson, "print a JSON array");
+  auto* textFlag = chat->add_flag("--text", chatText, "print the rendered text, specials as is, text segments as \u2039...\u203a");
+  chat->add_flag("--jsonl", chatJsonl,
+                 "batch: one request per input line; prints one line each, the ids as a JSON array or "
+                 "{\"error\": MESSAGE}")
+      ->excludes(textFlag);
+
+  std::vector<std::string> parseArgs;
+  std::string parseTools;
+  bool parseNoThinking = false, parseJson = false;
+  CLI::App* parse = app.add_subcommand(
+      "parse", "parse what the model generated after the generation prompt into an assistant message (docs/CHAT.md)");
+  parse->add_option("args", parseArgs, "SOURCE (1 or 2 paths) then IDS: ids separated by commas/spaces, a file of them, or - for stdin")
+      ->expected(2, 3)
+      ->required();
+  parse->add_flag("--no-thinking", parseNoThinking, "the prompt opened the response channel, not think");
+  parse->add_option("--tools", parseTools, "an OpenAI request whose tools the calls are checked against (default: none)");
+  parse->add_flag("--json", parseJson, "print the OpenAI choice {\"index\", \"message\", \"finish_reason\"}");
 
   std::vector<std::string> benchSource;
   std::string benchFile;
@@ -154,8 +179,56 @@ int main(int argc, char** argv) {
         if (!in) k3::fail(k3::ErrorKind::Io, chatFile, ": cannot open");
         json = readAll(in);
       }
-      k3::tok::ChatRequest req = k3::tok::parseChatRequest(json, chatFile.empty() ? "<stdin>" : chatFile);
-      std::cout << k3::tok::formatIds(k3::tok::buildChatPrompt(tok, req.messages, req.options), chatJson) << "\n";
+      const std::string origin = chatFile.empty() ? "<stdin>" : chatFile;
+      // As an OpenAI-compatible server does (spec 7.6), the CLI reads role
+      // `developer` as `system`; the encoder itself rejects it.
+      const k3::tok::ChatRequestReadOptions readOpts{.developerAsSystem = true};
+      if (chatJsonl) {
+        std::istringstream lines(json);
+        std::string line, out;
+        for (size_t n = 1; std::getline(lines, line); ++n) {
+          if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+          try {
+            const auto req = k3::tok::parseChatRequest(line, origin + ":" + std::to_string(n), readOpts);
+            out += k3::tok::formatIds(k3::tok::renderChat(tok, req).ids, true) + "\n";
+          } catch (const k3::Error& e) {
+            out += "{\"error\": " + k3::jsonString(e.what()) + "}\n";
+          }
+        }
+        std::cout << out;
+        return 0;
+      }
+      const k3::tok::RenderedChat r = k3::tok::renderChat(tok, k3::tok::parseChatRequest(json, origin, readOpts));
+      if (chatText) std::cout << k3::tok::describeSegments(r.segments) << "\n";
+      else std::cout << k3::tok::formatIds(r.ids, chatJson) << "\n";
+      return 0;
+    }
+    if (*parse) {
+      Tokenizer tok = loadSource(std::vector<std::string>(parseArgs.begin(), parseArgs.end() - 1));
+      const std::string& idsArg = parseArgs.back();
+      std::string idText = idsArg;
+      if (idsArg == "-") {
+        idText = readAll(std::cin);
+      } else if (std::error_code ec; fs::is_regular_file(idsArg, ec)) {
+        std::ifstream in(idsArg, std::ios::binary);
+        if (!in) k3::fail(k3::ErrorKind::Io, idsArg, ": cannot open");
+        idText = readAll(in);
+      }
+      std::vector<k3::tok::ToolSpec> tools;
+      if (!parseTools.empty()) {
+        std::ifstream in(parseTools, std::ios::binary);
+        if (!in) k3::fail(k3::ErrorKind::Io, parseTools, ": cannot open");
+        tools = k3::tok::parseChatRequest(readAll(in), parseTools, {.developerAsSystem = true}).tools;
+      }
+      const std::vector<uint32_t> ids = k3::tok::parseIds(idText);
+      const k3::tok::ParsedChatOutput r = k3::tok::parseChatOutput(tok, ids, tools, !parseNoThinking);
+      if (r.error) {
+        std::cerr << "k3-tokgen: malformed model output: " << r.error->message() << "\n";
+        return 1;
+      }
+      if (parseJson) std::cout << k3::tok::assistantChoiceJson(r.message, r.finishReason) << "\n";
+      else std::cout << k3::tok::describeAssistantMessage(r.message, r.finishReason);
+      if (!r.end.complete) std::cerr << "k3-tokgen: warning: the output stops " << r.end.state << " (finish_reason length)\n";
       return 0;
     }
     if (*bench) {

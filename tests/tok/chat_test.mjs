@@ -1,6 +1,8 @@
-// XTML chat prompts from `k3-tokgen chat` (our buildChatPrompt) against
+// XTML chat prompts from `k3-tokgen chat` (our renderChat) against
 // sequences composed here from the spec 7.6 layout and tiktoken encodings of
 // each segment (special tokens as their ids, each text segment on its own).
+// Requests use the legacy form {"messages", "thinking"}: no effort turn. The
+// CLI reads role `developer` as `system`, as an OpenAI server does.
 import test from "node:test";
 import assert from "node:assert/strict";
 import { kimiPaths, loadTiktoken } from "../../scripts/node/k3_oracle.mjs";
@@ -25,7 +27,8 @@ function expected(messages, { thinking = true, add_generation_prompt = true } = 
   const out = [];
   for (const m of messages) {
     const role = m.role === "developer" ? "system" : m.role;
-    if (role === "system" && !m.content) continue;
+    // An empty system message is still a turn (spec 7.6: body = content, and
+    // empty segments emit nothing); the peer's builder skipped it.
     if (role === "system" || role === "user") {
       out.push(...OPEN("message", role), ...seg(m.content ?? ""), ...CLOSE("message"), ...EOM());
     } else {
@@ -90,7 +93,7 @@ test("no generation prompt", () => {
 });
 
 test("message role=user is five text segments (spec 7.6)", () => {
-  const ids = ours([{ role: "user", content: "x" }], { add_generation_prompt: false });
+  const ids = ours([{ role: "user", content: "x" }], { thinking: true, add_generation_prompt: false });
   const head = [...sp("<|open|>"), ...seg("message"), ...seg(" role"), ...seg('="'), ...seg("user"), ...seg('"'), ...sp("<|sep|>")];
   assert.deepEqual(ids.slice(0, head.length), head);
 });

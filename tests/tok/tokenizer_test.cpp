@@ -1,12 +1,11 @@
-// Tokenizer and chat builder on the real Kimi vocabulary. Expected ids were
+// Tokenizer on the real Kimi vocabulary. Expected ids were
 // produced by the tiktoken oracle (npm tiktoken@1.0.22, see
-// oracle_kimi_test.mjs / chat_test.mjs for the full comparisons), not by this code.
+// oracle_kimi_test.mjs for the full comparison; chat: chat_encoder_test.cpp), not by this code.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
 #include "k3/io/error.h"
-#include "k3/tok/chat.h"
 #include "k3/tok/tokenizer.h"
 #include "support/test_env.h"
 #include "tok_test_util.h"
@@ -89,39 +88,4 @@ TEST(TokTokenizer, FromDirectoryWithAndWithoutConfig) {
   // Plain text: pieces "<|", "open", "|>", "x", none of them a rank.
   EXPECT_EQ(named.encode("<|open|>x"), (Ids{'<', '|', 'o', 'p', 'e', 'n', '|', '>', 'x'}));
   EXPECT_THROW(Tokenizer::fromDirectory(dir + "/missing"), k3::Error);
-}
-
-TEST(TokChat, SingleTurnNonThinking) {
-  std::vector<k3::tok::ChatMessage> m = {{"user", "你好", ""}};
-  Ids want = {163587, 2778, 6244, 878, 2482,  1,      163589, 33845,  163588, 2778, 163589,
-              163586, 163587, 2778, 6244, 878, 69702, 1,      163589, 163587, 12092, 163589};
-  EXPECT_EQ(k3::tok::buildChatPrompt(kimi(), m, {false, true}), want);
-}
-
-TEST(TokChat, ThinkingHistoryGetsAnEmptyThinkChannel) {
-  std::vector<k3::tok::ChatMessage> m = {{"assistant", "Hi", ""}};
-  Ids want = {163587, 2778,   6244,   878,    69702,  1,      163589, 163587, 39964,  163589, 163588, 39964,
-              163589, 163587, 12092,  163589, 18699,  163588, 12092,  163589, 163588, 2778,   163589, 163586,
-              163587, 2778,   6244,   878,    69702,  1,      163589, 163587, 39964,  163589};
-  EXPECT_EQ(k3::tok::buildChatPrompt(kimi(), m, {true, true}), want);
-}
-
-TEST(TokChat, Errors) {
-  std::vector<k3::tok::ChatMessage> bad = {{"tool", "x", ""}};
-  try {
-    k3::tok::buildChatPrompt(kimi(), bad, {});
-    FAIL();
-  } catch (const k3::Error& e) {
-    EXPECT_EQ(e.kind(), k3::ErrorKind::Usage);
-  }
-  std::string dir = k3test::freshDir("tok-chat");
-  k3test::writeFile(dir + "/tiktoken.model", k3test::tinyModelText({}));
-  Tokenizer reservedOnly = Tokenizer::fromDirectory(dir);
-  std::vector<k3::tok::ChatMessage> ok = {{"user", "x", ""}};
-  try {
-    k3::tok::buildChatPrompt(reservedOnly, ok, {});
-    FAIL();
-  } catch (const k3::Error& e) {
-    EXPECT_EQ(e.kind(), k3::ErrorKind::Missing);
-  }
 }

@@ -36,9 +36,28 @@ uint32_t decodeUtf8(std::string_view s, size_t& i) {
   return cp;
 }
 
-}  // namespace
+void appendUtf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
 
-void appendJsonString(std::string& out, std::string_view s) {
+// Both variants escape exactly what Python's encoder does: '"', '\\', the
+// five short escapes and other C0 controls as \u00xx; they differ only in
+// what happens to non-ASCII code points.
+void appendEscaped(std::string& out, std::string_view s, bool ensureAscii) {
   out += '"';
   for (size_t i = 0; i < s.size();) {
     const auto c = static_cast<uint8_t>(s[i]);
@@ -53,13 +72,16 @@ void appendJsonString(std::string& out, std::string_view s) {
         case '\b': out += "\\b"; break;
         case '\f': out += "\\f"; break;
         default:
-          if (c < 0x20) appendU16(out, c);
+          // DEL: escaped by ensure_ascii=True only (Python's ESCAPE_ASCII is [^ -~]).
+          if (c < 0x20 || (c == 0x7F && ensureAscii)) appendU16(out, c);
           else out += static_cast<char>(c);
       }
       continue;
     }
     uint32_t cp = decodeUtf8(s, i);
-    if (cp >= 0x10000) {
+    if (!ensureAscii) {
+      appendUtf8(out, cp);
+    } else if (cp >= 0x10000) {
       cp -= 0x10000;
       appendU16(out, 0xD800 + (cp >> 10));
       appendU16(out, 0xDC00 + (cp & 0x3FF));
@@ -69,6 +91,11 @@ void appendJsonString(std::string& out, std::string_view s) {
   }
   out += '"';
 }
+
+}  // namespace
+
+void appendJsonString(std::string& out, std::string_view s) { appendEscaped(out, s, true); }
+void appendJsonStringUtf8(std::string& out, std::string_view s) { appendEscaped(out, s, false); }
 
 std::string jsonString(std::string_view s) {
   std::string out;

@@ -12,18 +12,33 @@ int32_t special(const tok::Tokenizer& tok, const char* name) {
   if (!id) fail(ErrorKind::Missing, "tokenizer: the chat special token ", name, " is missing");
   return static_cast<int32_t>(*id);
 }
+
+tok::ChatMessage textMessage(const char* role, const std::string& text) {
+  tok::ChatMessage m;
+  m.role = role;
+  m.content = {text};
+  return m;
+}
 }  // namespace
 
 ChatSession::ChatSession(Session& session, const tok::Tokenizer& tok, bool thinking, const std::string& system)
     : session_(session), tok_(tok), thinking_(thinking), open_(special(tok, "<|open|>")),
       close_(special(tok, "<|close|>")), sep_(special(tok, "<|sep|>")), endOfMsg_(special(tok, "<|end_of_msg|>")) {
-  if (!system.empty()) messages_.push_back({"system", system, ""});
+  if (!system.empty()) messages_.push_back(textMessage("system", system));
+}
+
+tok::ChatRequest ChatSession::request() const {
+  tok::ChatRequest req;
+  req.messages = messages_;
+  req.thinking = thinking_;
+  req.effort = thinking_ ? tok::ThinkingEffort::Max : tok::ThinkingEffort::None;
+  return req;
 }
 
 ChatReply ChatSession::turn(const std::string& user, Sampler& sampler, const GenerateOptions& gen,
                             FunctionRef<void(ChatChannel, const std::string&)> onText) {
-  messages_.push_back({"user", user, ""});
-  const std::vector<uint32_t> built = tok::buildChatPrompt(tok_, messages_, {thinking_, true});
+  messages_.push_back(textMessage("user", user));
+  const std::vector<uint32_t> built = tok::renderChat(tok_, request()).ids;
   lastPrompt_.assign(built.begin(), built.end());
 
   // Reuse the state when it holds a strict prefix of the new prompt.
@@ -76,7 +91,9 @@ ChatReply ChatSession::turn(const std::string& user, Sampler& sampler, const Gen
   GenerateResult g = generate(session_, sampler, opts, onToken);
   reply.tokens = std::move(g.tokens);
   reply.stopped = g.stopped;
-  messages_.push_back({"assistant", reply.answer, reply.thinking});
+  tok::ChatMessage said = textMessage("assistant", reply.answer);
+  said.reasoning = reply.thinking;
+  messages_.push_back(std::move(said));
   return reply;
 }
 

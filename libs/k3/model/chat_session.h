@@ -1,6 +1,6 @@
 // ChatSession: a multi-turn XTML conversation (spec §7.6) on one Session.
 // Each turn rebuilds the whole prompt with the tokenizer library's chat
-// builder, feeds only the part the model state does not already hold (or
+// encoder (thinking effort: the HF default, max when thinking is on), feeds only the part the model state does not already hold (or
 // starts over when the held tokens are not a prefix of it), generates until
 // <|end_of_msg|>, and splits the reply into thinking and answer channels by
 // following the <|open|>tag<|sep|> … <|close|>tag<|sep|> structure.
@@ -12,7 +12,7 @@
 
 #include "k3/model/generate.h"
 #include "k3/model/session.h"
-#include "k3/tok/chat.h"
+#include "k3/tok/chat_encoder.h"
 #include "k3/tok/tokenizer.h"
 
 namespace k3::model {
@@ -35,6 +35,8 @@ class ChatSession {
                  FunctionRef<void(ChatChannel, const std::string&)> onText);
 
   const std::vector<tok::ChatMessage>& messages() const { return messages_; }
+  // The request each turn renders: the messages so far and the options.
+  tok::ChatRequest request() const;
   // The ids the model state held when the last reply started (the prompt).
   const std::vector<int32_t>& lastPrompt() const { return lastPrompt_; }
   int32_t endOfMessageId() const { return endOfMsg_; }

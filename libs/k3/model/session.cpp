@@ -26,8 +26,38 @@ void Session::reset() {
   history_.clear();
 }
 
-void Session::feed(std::span<const int32_t> ids, float* allLogits) {
-  if (ids.empty()) return;
+size_t StateSnapshot::bytes() const {
+  size_t b = tokens.size() * sizeof(int32_t) + lastLogits.size() * sizeof(float);
+  for (const KdaState& k : kda) b += (k.S.size() + k.conv.size()) * sizeof(float);
+  return b;
+}
+
+StateSnapshot Session::snapshot() const {
+  StateSnapshot s;
+  s.kda = state_.kda;
+  s.tokens = history_;
+  s.lastLogits = last_;
+  return s;
+}
+
+void Session::restore(const StateSnapshot& snap) {
+  const size_t n = snap.tokens.size();
+  if (n > history_.size() || !std::equal(snap.tokens.begin(), snap.tokens.end(), history_.begin()) ||
+      snap.kda.size() != state_.kda.size() || snap.lastLogits.size() != last_.size())
+    fail(ErrorKind::Usage, "restore: the snapshot's ", n, " tokens are not a prefix of the session's ",
+         history_.size());
+  for (size_t i = 0; i < state_.kda.size(); ++i) {
+    std::copy(snap.kda[i].S.begin(), snap.kda[i].S.end(), state_.kda[i].S.begin());
+    std::copy(snap.kda[i].conv.begin(), snap.kda[i].conv.end(), state_.kda[i].conv.begin());
+  }
+  for (MlaCache& m : state_.mla) m.length = std::min(m.length, n);  // unused layers stay 0
+  state_.position = n;
+  history_.resize(n);
+  last_ = snap.lastLogits;
+}
+
+bool Session::feed(std::span<const int32_t> ids, float* allLogits, const std::atomic<bool>* cancel) {
+  if (ids.empty()) return true;
   if (state_.position + ids.size() > opts_.maxContext)
     fail(ErrorKind::Usage, "context limit: ", state_.position + ids.size(), " tokens exceed --ctx ",
          opts_.maxContext);
@@ -39,7 +69,9 @@ void Session::feed(std::span<const int32_t> ids, float* allLogits) {
   PhaseTimes* phases = decodeStep ? &stats_.decodePhases : &stats_.prefillPhases;
   const auto t0 = std::chrono::steady_clock::now();
   uint64_t passes = 0;
-  for (size_t b = 0; b < ids.size(); b += forward_.maxChunk(), ++passes) {
+  size_t b = 0;
+  for (; b < ids.size(); b += forward_.maxChunk(), ++passes) {
+    if (cancel && cancel->load(std::memory_order_relaxed)) break;
     const size_t n = std::min(forward_.maxChunk(), ids.size() - b);
     const bool lastChunk = b + n == ids.size();
     if (allLogits) {
@@ -51,16 +83,18 @@ void Session::feed(std::span<const int32_t> ids, float* allLogits) {
                    *residency_, phases);
     }
   }
-  history_.insert(history_.end(), ids.begin(), ids.end());
+  b = std::min(b, ids.size());  // tokens consumed
+  history_.insert(history_.end(), ids.begin(), ids.begin() + static_cast<ptrdiff_t>(b));
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (decodeStep) {
     stats_.decodeTokens += 1;
     stats_.decodeSeconds += secs;
   } else {
-    stats_.prefillTokens += ids.size();
+    stats_.prefillTokens += b;
     stats_.prefillPasses += passes;
     stats_.prefillSeconds += secs;
   }
+  return b == ids.size();
 }
 
 }  // namespace k3::model

@@ -4,6 +4,7 @@
 // token is a decode step. No allocation happens per token.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -36,6 +37,19 @@ struct SessionStats {
   PhaseTimes prefillPhases, decodePhases;  // where those seconds went
 };
 
+// The model state at one point of a session's history, to come back to later:
+// the KDA recurrent states and conv windows copied, the tokens, and the last
+// logits (so generation can start without refeeding). The MLA caches are
+// append-only, so their length (= tokens.size()) is all a snapshot needs —
+// valid while the live caches still hold those rows, i.e. while `tokens` is a
+// prefix of the session's history.
+struct StateSnapshot {
+  std::vector<KdaState> kda;  // indexed by layer; MLA layers empty
+  std::vector<int32_t> tokens;
+  std::vector<float> lastLogits;
+  size_t bytes() const;  // memory held
+};
+
 class Session {
  public:
   Session(const ModelWeights& w, const SessionOptions& opts);
@@ -53,8 +67,19 @@ class Session {
 
   // Feeds tokens. Afterwards lastLogits() holds the logits of the last one.
   // With `allLogits` (size n × V) every position's logits are written too.
-  void feed(std::span<const int32_t> ids, float* allLogits = nullptr);
+  // `cancel`, when given, is checked before each chunk: once set, feed stops
+  // and returns false; history() then holds the tokens consumed so far and
+  // lastLogits() is stale (the caller restores or resets before generating).
+  bool feed(std::span<const int32_t> ids, float* allLogits = nullptr,
+            const std::atomic<bool>* cancel = nullptr);
   const float* lastLogits() const { return last_.data(); }
+
+  // Copies the current state (after a completed feed).
+  StateSnapshot snapshot() const;
+  // Rewinds to `snap`: KDA states copied back, MLA caches cut to its length.
+  // Throws Usage unless snap.tokens is a prefix of history() (the MLA rows it
+  // relies on must still be the live ones).
+  void restore(const StateSnapshot& snap);
 
   const SessionStats& stats() const { return stats_; }
   const ExpertResidency& residency() const { return *residency_; }

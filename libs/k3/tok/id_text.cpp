@@ -3,6 +3,7 @@
 #include "k3/io/error.h"
 #include "k3/tok/byte_level.h"
 #include "k3/tok/hf_tokenizer_json.h"
+#include "k3/tok/utf8_stream.h"
 
 namespace k3::tok {
 
@@ -42,37 +43,14 @@ std::string toValidUtf8(std::string_view s) {
   // maximal prefix of a valid sequence that is cut short becomes one U+FFFD.
   std::string out;
   size_t i = 0;
-  auto at = [&](size_t k) { return static_cast<uint8_t>(s[k]); };
   while (i < s.size()) {
-    uint8_t b = at(i);
-    size_t len = 0;
-    uint8_t lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-    if (b < 0x80) len = 1;
-    else if (b >= 0xC2 && b <= 0xDF) len = 2;
-    else if (b == 0xE0) len = 3, lo = 0xA0;
-    else if (b == 0xED) len = 3, hi = 0x9F;
-    else if (b >= 0xE1 && b <= 0xEF) len = 3;
-    else if (b == 0xF0) len = 4, lo = 0x90;
-    else if (b == 0xF4) len = 4, hi = 0x8F;
-    else if (b >= 0xF1 && b <= 0xF3) len = 4;
-    if (len == 0) {
-      out += "\xEF\xBF\xBD";
-      ++i;
-      continue;
-    }
-    size_t ok = 1;
-    while (ok < len && i + ok < s.size()) {
-      uint8_t c = at(i + ok);
-      bool valid = ok == 1 ? (c >= lo && c <= hi) : (c >= 0x80 && c <= 0xBF);
-      if (!valid) break;
-      ++ok;
-    }
-    if (ok == len) {
-      out.append(s.substr(i, len));
+    const Utf8Prefix p = utf8PrefixAt(s, i);
+    if (p.need != 0 && p.have == p.need) {
+      out.append(s.substr(i, p.need));
     } else {
       out += "\xEF\xBF\xBD";
     }
-    i += ok;
+    i += p.need == 0 ? 1 : p.have;
   }
   return out;
 }

@@ -1,0 +1,50 @@
+// The server's own part of the OpenAI request schema: sampling, limits,
+// stop strings, streaming options, and the refusal of what k3kit does not
+// do (n > 1, logprobs, audio, penalties...) — a 400, never silently ignored.
+// The conversation itself (messages, tools, tool_choice, response_format,
+// chat_template_kwargs, reasoning_effort) goes to the tok chat-request reader.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "k3/model/sampler.h"
+#include "k3/tok/chat_request.h"
+
+namespace k3::serve {
+
+struct RequestLimits {
+  size_t maxTokens = 4096;  // clamp on max_tokens (and the default)
+  size_t jsonDepth = 64;
+  size_t maxStops = 4;
+};
+
+struct GenerationParams {
+  std::string model;            // as the client named it (echoed back)
+  size_t maxTokens = 0;         // clamped; the engine also stops at the context end
+  model::SamplerOptions sampling{1.0f, 0, 1.0f, 0};  // OpenAI's defaults: T = 1, top_p = 1
+  bool seeded = false;          // seed given (else the engine draws one)
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool includeUsage = false;    // stream_options.include_usage
+};
+
+struct ChatCompletionRequest {
+  GenerationParams params;
+  tok::ChatRequest chat;
+};
+
+struct CompletionRequest {
+  GenerationParams params;
+  bool promptIsIds = false;
+  std::string promptText;
+  std::vector<int32_t> promptIds;
+};
+
+ChatCompletionRequest parseChatCompletionRequest(std::string_view body, const RequestLimits& limits);
+CompletionRequest parseCompletionRequest(std::string_view body, const RequestLimits& limits);
+
+}  // namespace k3::serve

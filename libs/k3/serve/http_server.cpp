@@ -1,0 +1,341 @@
+#include "k3/serve/http_server.h"
+
+#include <httplib.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "k3/io/error.h"
+#include "k3/io/json_text.h"
+#include "k3/serve/api_error.h"
+#include "k3/serve/json_body.h"
+#include "k3/serve/peer_socket.h"
+#include "k3/serve/prompt_render.h"
+#include "k3/serve/response_json.h"
+#include "k3/serve/web_page.h"
+
+namespace k3::serve {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kPoll = std::chrono::milliseconds(50);  // disconnect check while waiting
+
+int64_t unixNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string randomId(const char* prefix) {
+  std::random_device rd;
+  static const char* digits = "0123456789abcdefghijklmnopqrstuvwxyz";
+  std::string s = prefix;
+  for (int i = 0; i < 24; ++i) s += digits[rd() % 36];
+  return s;
+}
+
+void sendError(httplib::Response& res, const ApiError& e) {
+  res.status = e.status();
+  res.set_content(errorEnvelope(e), "application/json");
+}
+
+// One log line per request, on stderr.
+void logLine(const std::string& method, const std::string& path, int status, const GenerationUsage* u,
+             Clock::time_point t0) {
+  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  if (u)
+    std::fprintf(stderr, "[k3-serve] %s %s %d prompt=%zu cached=%zu generated=%zu %.0f ms\n", method.c_str(),
+                 path.c_str(), status, u->promptTokens, u->cachedTokens, u->completionTokens, ms);
+  else
+    std::fprintf(stderr, "[k3-serve] %s %s %d %.0f ms\n", method.c_str(), path.c_str(), status, ms);
+}
+void logLine(const httplib::Request& req, int status, const GenerationUsage* u, Clock::time_point t0) {
+  logLine(req.method, req.path, status, u, t0);
+}
+
+// Takes the deltas produced so far; true once the job is done.
+bool takeOutput(GenerationJob& job, std::vector<OutputDelta>& out) {
+  std::unique_lock<std::mutex> lock(job.m);
+  job.cv.wait_for(lock, kPoll, [&] { return job.done || !job.pending.empty(); });
+  out.clear();
+  out.swap(job.pending);
+  return job.done;  // everything pushed before done is in `out`
+}
+
+std::string finishFor(const GenerationJob& job) {
+  return job.finishReason == "cancelled" ? "stop" : job.finishReason;
+}
+
+}  // namespace
+
+HttpServer::HttpServer(const ServeOptions& opts) : opts_(opts), http_(std::make_unique<httplib::Server>()) {
+  checkServeOptions(opts_);
+  startedAt_ = unixNow();
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+HttpServer::Ready HttpServer::ready() const { return {tok_.load(), engine_.load()}; }
+
+void HttpServer::attach(const tok::Tokenizer& tok, Engine& engine) {
+  tok_ = &tok;
+  engine_ = &engine;
+}
+
+int HttpServer::start() {
+  ::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is an error code, not a signal
+  const size_t threads = opts_.httpThreads ? opts_.httpThreads : opts_.engine.queue + 16;
+  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  http_->set_payload_max_length(opts_.bodyLimit);
+  http_->set_read_timeout(opts_.readTimeoutSeconds, 0);
+  http_->set_write_timeout(opts_.readTimeoutSeconds, 0);
+  http_->set_keep_alive_timeout(5);
+  routes();
+  int port = opts_.port;
+  if (port == 0) {
+    port = http_->bind_to_any_port(opts_.host);
+    if (port < 0) fail(ErrorKind::Io, "cannot listen on ", opts_.host);
+  } else if (!http_->bind_to_port(opts_.host, port)) {
+    fail(ErrorKind::Io, "cannot listen on ", opts_.host, ":", port, " (in use, or not an address of this machine)");
+  }
+  listener_ = std::thread([this] { http_->listen_after_bind(); });
+  return port;
+}
+
+void HttpServer::stop() {
+  if (http_) http_->stop();
+  if (listener_.joinable()) listener_.join();
+}
+
+void HttpServer::routes() {
+  auto& s = *http_;
+  const std::string cors = opts_.corsOrigin;
+
+  s.set_pre_routing_handler([this, cors](const httplib::Request& req, httplib::Response& res) {
+    if (!cors.empty()) res.set_header("Access-Control-Allow-Origin", cors);
+    if (req.method == "OPTIONS") {
+      if (cors.empty()) {
+        sendError(res, ApiError(405, "invalid_request_error", "", "", "CORS is off (start with --cors ORIGIN)"));
+      } else {
+        res.status = 204;
+        res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+        res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+      }
+      counters_.count(req.path, res.status);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    // The page and the health probe are public; everything else needs the key.
+    const bool open = req.path == "/" || req.path == "/health";
+    if (!opts_.apiKey.empty() && !open) {
+      const std::string auth = req.get_header_value("Authorization");
+      const std::string prefix = "Bearer ";
+      const bool ok = auth.rfind(prefix, 0) == 0 && sameKey(auth.substr(prefix.size()), opts_.apiKey);
+      if (!ok) {
+        sendError(res, ApiError(401, "authentication_error", "", "invalid_api_key",
+                                "missing or wrong API key (Authorization: Bearer KEY)"));
+        counters_.count(req.path, 401);
+        logLine(req, 401, nullptr, Clock::now());
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+
+  // Errors httplib produces itself (404 route, 413 body, 400 request line).
+  s.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;  // ours
+    std::string msg = res.status == 404   ? "no route " + req.method + " " + req.path
+                      : res.status == 413 ? "request body exceeds " + std::to_string(opts_.bodyLimit) + " bytes"
+                                          : "bad HTTP request";
+    res.set_content(errorEnvelope(res.status, msg), "application/json");
+    counters_.count(res.status == 404 ? "(unknown)" : req.path, res.status);
+    logLine(req, res.status, nullptr, Clock::now());
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+
+  // Wraps a handler: ApiError → envelope, counting and the log line.
+  auto simple = [this](auto body) {
+    return [this, body](const httplib::Request& req, httplib::Response& res) {
+      const auto t0 = Clock::now();
+      try {
+        body(req, res);
+      } catch (const ApiError& e) {
+        sendError(res, e);
+      } catch (const std::exception& e) {
+        sendError(res, ApiError(500, "server_error", "", "", e.what()));
+      }
+      if (res.status == -1) res.status = 200;
+      counters_.count(req.path, res.status);
+      logLine(req, res.status, nullptr, t0);
+    };
+  };
+  auto needReady = [this] {
+    Ready r = ready();
+    if (!r.engine) throw ApiError(503, "service_unavailable", "", "loading", "the model is still loading");
+    return r;
+  };
+
+  s.Get("/", simple([](const httplib::Request&, httplib::Response& res) {
+          const std::string_view page = webPage();
+          res.set_content(page.data(), page.size(), "text/html; charset=utf-8");
+        }));
+  s.Get("/health", simple([this](const httplib::Request&, httplib::Response& res) {
+          if (ready().engine) {
+            res.set_content("{\"status\":\"ok\"}", "application/json");
+          } else {
+            res.status = 503;
+            res.set_content("{\"status\":\"loading\"}", "application/json");
+          }
+        }));
+  s.Get("/v1/models", simple([this, needReady](const httplib::Request&, httplib::Response& res) {
+          needReady();
+          res.set_content(modelListJson(opts_.modelName, startedAt_), "application/json");
+        }));
+  s.Get("/metrics", simple([this](const httplib::Request&, httplib::Response& res) {
+          Ready r = ready();
+          const EngineStats es = r.engine ? r.engine->stats() : EngineStats{};
+          res.set_content(prometheusText(counters_, es, r.engine ? r.engine->queueDepth() : 0, opts_.engine.queue),
+                          "text/plain; version=0.0.4");
+        }));
+  s.Post("/tokenize", simple([this, needReady](const httplib::Request& req, httplib::Response& res) {
+           Ready r = needReady();
+           simdjson::dom::parser parser;
+           const auto root = parseJsonBody(parser, req.body, opts_.jsonDepth);
+           std::vector<int32_t> ids;
+           simdjson::dom::element v;
+           if (!root["content"].get(v)) {
+             for (uint32_t id : r.tok->encode(readString(v, "content"), false)) ids.push_back(static_cast<int32_t>(id));
+           } else if (!root["messages"].get(v)) {  // the prompt a chat completion would feed
+             RequestLimits lim{r.engine->contextSize(), opts_.jsonDepth, 4};
+             ids = renderChatPrompt(*r.tok, parseChatCompletionRequest(req.body, lim).chat);
+           } else {
+             invalidRequest("content", "give 'content' (text) or 'messages' (a chat)");
+           }
+           std::string out = "{\"tokens\":[";
+           for (size_t i = 0; i < ids.size(); ++i) {
+             if (i) out += ',';
+             out += std::to_string(ids[i]);
+           }
+           res.set_content(out + "]}", "application/json");
+         }));
+  s.Post("/detokenize", simple([this, needReady](const httplib::Request& req, httplib::Response& res) {
+           Ready r = needReady();
+           simdjson::dom::parser parser;
+           const auto root = parseJsonBody(parser, req.body, opts_.jsonDepth);
+           simdjson::dom::array arr;
+           if (root["tokens"].get_array().get(arr)) invalidRequest("tokens", "'tokens' must be an array of ids");
+           std::vector<uint32_t> ids;
+           for (auto e : arr) {
+             const int64_t id = readInteger(e, "tokens", 0, INT32_MAX);
+             if (static_cast<size_t>(id) >= r.engine->vocabSize())
+               invalidRequest("tokens", "token id " + std::to_string(id) + " is outside the vocabulary");
+             ids.push_back(static_cast<uint32_t>(id));
+           }
+           res.set_content("{\"content\":" + jsonString(r.tok->decode(ids)) + "}", "application/json");
+         }));
+
+  auto generation = [this, needReady](bool chat) {
+    return [this, needReady, chat](const httplib::Request& req, httplib::Response& res) {
+      const auto t0 = Clock::now();
+      auto job = std::make_shared<GenerationJob>();
+      try {
+        Ready r = needReady();
+        const size_t ctx = r.engine->contextSize();
+        RequestLimits lim{opts_.maxTokens ? std::min(opts_.maxTokens, ctx) : ctx, opts_.jsonDepth, 4};
+        if (chat) {
+          ChatCompletionRequest cr = parseChatCompletionRequest(req.body, lim);
+          job->mode = GenerationJob::Mode::Chat;
+          job->prompt = renderChatPrompt(*r.tok, cr.chat);
+          job->thinking = chatPromptThinks(cr.chat);
+          job->params = std::move(cr.params);
+        } else {
+          CompletionRequest cr = parseCompletionRequest(req.body, lim);
+          job->prompt = completionPrompt(*r.tok, cr, r.engine->bosId(), r.engine->vocabSize());
+          job->params = std::move(cr.params);
+        }
+        if (job->prompt.size() >= ctx)
+          throw ApiError(400, "invalid_request_error", chat ? "messages" : "prompt", "context_length_exceeded",
+                         "this model's context is " + std::to_string(ctx) + " tokens (--ctx); the prompt has " +
+                             std::to_string(job->prompt.size()) + " tokens, leaving no room to generate");
+        if (!job->params.seeded) job->params.sampling.seed = (uint64_t{std::random_device{}()} << 32) | std::random_device{}();
+        if (!r.engine->submit(job)) {
+          res.set_header("Retry-After", "1");
+          throw ApiError(429, "rate_limit_error", "", "queue_full",
+                         "the request queue is full (" + std::to_string(opts_.engine.queue) + " waiting); retry later");
+        }
+      } catch (const ApiError& e) {
+        sendError(res, e);
+        counters_.count(req.path, res.status);
+        logLine(req, res.status, nullptr, t0);
+        return;
+      }
+      const int fd = findPeerSocket(req.remote_addr, req.remote_port, req.local_port);
+      ResponseMeta meta{randomId(chat ? "chatcmpl-" : "cmpl-"), unixNow(),
+                        job->params.model.empty() ? opts_.modelName : job->params.model};
+
+      if (!job->params.stream) {
+        std::vector<OutputDelta> deltas;
+        AssistantMessage msg;
+        bool done = false;
+        while (!done) {
+          done = takeOutput(*job, deltas);
+          for (const auto& d : deltas) msg.add(d);
+          if (!done && peerClosed(fd)) job->cancel = true;  // keep waiting: the engine stops within a step
+        }
+        if (!job->error.empty()) {
+          sendError(res, ApiError(500, "server_error", "", "", job->error));
+        } else if (chat) {
+          res.set_content(chatCompletionJson(meta, msg, finishFor(*job), job->usage), "application/json");
+        } else {
+          res.set_content(completionJson(meta, msg.content, finishFor(*job), job->usage), "application/json");
+        }
+        counters_.count(req.path, res.status == -1 ? 200 : res.status);
+        logLine(req, res.status == -1 ? 200 : res.status, &job->usage, t0);
+        return;
+      }
+
+      res.set_header("Cache-Control", "no-cache");
+      res.set_chunked_content_provider(
+          "text/event-stream",
+          [job, meta, chat, fd](size_t, httplib::DataSink& sink) {
+            auto send = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
+            if (chat && !send(sseEvent(chatChunkJson(meta, "{\"role\":\"assistant\",\"content\":\"\"}", ""))))
+              return false;
+            std::vector<OutputDelta> deltas;
+            bool done = false;
+            while (!done) {
+              done = takeOutput(*job, deltas);
+              for (const auto& d : deltas) {
+                const std::string ev = chat ? chatChunkJson(meta, chatDeltaJson(d), "")
+                                            : completionChunkJson(meta, d.text, "");
+                if (!send(sseEvent(ev))) return false;
+              }
+              if (!done && deltas.empty() && peerClosed(fd)) return false;
+            }
+            if (!job->error.empty()) {
+              send(sseEvent(errorEnvelope(ApiError(500, "server_error", "", "", job->error))));
+            } else {
+              const std::string fin = finishFor(*job);
+              if (!send(sseEvent(chat ? chatChunkJson(meta, "{}", fin) : completionChunkJson(meta, "", fin))))
+                return false;
+              if (job->params.includeUsage &&
+                  !send(sseEvent(chat ? chatUsageChunkJson(meta, job->usage) : completionUsageChunkJson(meta, job->usage))))
+                return false;
+            }
+            send(sseDone());
+            sink.done();
+            return true;
+          },
+          [this, job, method = req.method, path = req.path, t0](bool success) {
+            if (!success) job->cancel = true;  // the client went away: stop its work
+            counters_.count(path, 200);
+            logLine(method, path, 200, &job->usage, t0);
+          });
+    };
+  };
+  s.Post("/v1/chat/completions", generation(true));
+  s.Post("/v1/completions", generation(false));
+}
+
+}  // namespace k3::serve

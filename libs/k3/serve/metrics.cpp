@@ -1,0 +1,49 @@
+#include "k3/serve/metrics.h"
+
+#include <sstream>
+
+namespace k3::serve {
+
+void RequestCounters::count(const std::string& path, int status) {
+  std::lock_guard<std::mutex> lock(m_);
+  byPathStatus_[{path, status}] += 1;
+}
+
+std::map<std::pair<std::string, int>, uint64_t> RequestCounters::snapshot() const {
+  std::lock_guard<std::mutex> lock(m_);
+  return byPathStatus_;
+}
+
+namespace {
+void metric(std::ostringstream& o, const char* name, const char* type, const char* help, double v) {
+  o << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n' << name << ' ' << v << '\n';
+}
+}  // namespace
+
+std::string prometheusText(const RequestCounters& requests, const EngineStats& e, size_t queueDepth,
+                           size_t queueCapacity) {
+  std::ostringstream o;
+  o.precision(17);
+  o << "# HELP k3_requests_total HTTP requests answered, by path and status.\n# TYPE k3_requests_total counter\n";
+  for (const auto& [key, n] : requests.snapshot())
+    o << "k3_requests_total{path=\"" << key.first << "\",status=\"" << key.second << "\"} " << n << '\n';
+  metric(o, "k3_generations_total", "counter", "Generations run by the engine.", static_cast<double>(e.jobs));
+  metric(o, "k3_generations_cancelled_total", "counter", "Generations stopped because the client went away.",
+         static_cast<double>(e.cancelled));
+  metric(o, "k3_prompt_tokens_total", "counter", "Prompt tokens of finished generations.", static_cast<double>(e.promptTokens));
+  metric(o, "k3_cached_tokens_total", "counter", "Prompt tokens reused from the state cache.", static_cast<double>(e.cachedTokens));
+  metric(o, "k3_generated_tokens_total", "counter", "Tokens generated.", static_cast<double>(e.generatedTokens));
+  metric(o, "k3_prefill_seconds_total", "counter", "Seconds spent feeding prompts.", e.prefillSeconds);
+  metric(o, "k3_decode_seconds_total", "counter", "Seconds spent generating.", e.decodeSeconds);
+  metric(o, "k3_queue_depth", "gauge", "Requests waiting for the engine.", static_cast<double>(queueDepth));
+  metric(o, "k3_queue_capacity", "gauge", "Requests that may wait (--queue).", static_cast<double>(queueCapacity));
+  metric(o, "k3_expert_reads_total", "counter", "Routed-expert reads from disk (--expert-gb).", static_cast<double>(e.residency.reads));
+  metric(o, "k3_expert_read_bytes_total", "counter", "Routed-expert bytes read from disk.", static_cast<double>(e.residency.diskBytes));
+  metric(o, "k3_expert_wait_seconds_total", "counter", "Seconds compute waited for expert reads.", e.residency.waitSeconds);
+  metric(o, "k3_expert_resident_bytes", "gauge", "Routed-expert bytes resident.", static_cast<double>(e.residency.residentBytes));
+  metric(o, "k3_state_cache_entries", "gauge", "Checkpoints held by the state cache.", static_cast<double>(e.cache.entries));
+  metric(o, "k3_state_cache_bytes", "gauge", "Bytes held by the state cache.", static_cast<double>(e.cache.bytes));
+  return o.str();
+}
+
+}  // namespace k3::serve

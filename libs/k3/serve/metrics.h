@@ -1,0 +1,28 @@
+// Counters for GET /metrics in Prometheus' text format: requests by path and
+// status, and the engine's token, time, queue and expert-streaming figures.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "k3/serve/engine.h"
+
+namespace k3::serve {
+
+class RequestCounters {
+ public:
+  void count(const std::string& path, int status);
+  std::map<std::pair<std::string, int>, uint64_t> snapshot() const;
+
+ private:
+  mutable std::mutex m_;
+  std::map<std::pair<std::string, int>, uint64_t> byPathStatus_;
+};
+
+std::string prometheusText(const RequestCounters& requests, const EngineStats& engine, size_t queueDepth,
+                           size_t queueCapacity);
+
+}  // namespace k3::serve

@@ -1,0 +1,20 @@
+// Request → prompt token ids: the chat template for chat completions, the
+// raw text (BOS first, as `k3-run -p`) or the given ids for completions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "k3/serve/generation_request.h"
+#include "k3/tok/tokenizer.h"
+
+namespace k3::serve {
+
+std::vector<int32_t> renderChatPrompt(const tok::Tokenizer& tok, const tok::ChatRequest& chat);
+// Whether the rendered chat prompt ends inside the think channel.
+bool chatPromptThinks(const tok::ChatRequest& chat);
+std::vector<int32_t> completionPrompt(const tok::Tokenizer& tok, const CompletionRequest& r,
+                                      std::optional<int64_t> bos, size_t vocabSize);
+
+}  // namespace k3::serve

@@ -1,0 +1,50 @@
+// OpenAI response bodies as JSON text (written with k3/io/json_text.h):
+// chat.completion, chat.completion.chunk, text_completion, usage, the model
+// list. Pure functions of their arguments.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "k3/serve/generation_job.h"
+
+namespace k3::serve {
+
+struct ResponseMeta {
+  std::string id;     // chatcmpl-… / cmpl-…
+  int64_t created = 0;
+  std::string model;
+};
+
+// An assembled assistant message for the non-stream answer.
+struct AssistantMessage {
+  std::string content, reasoning;
+  struct Call {
+    std::string id, name, arguments;
+  };
+  std::vector<Call> toolCalls;
+  void add(const OutputDelta& d);  // accumulates a streamed delta
+};
+
+std::string usageJson(const GenerationUsage& u);
+std::string chatCompletionJson(const ResponseMeta& m, const AssistantMessage& msg, const std::string& finish,
+                               const GenerationUsage& u);
+// One chunk: `deltaJson` is the delta object's text ({"role":"assistant"}, ...);
+// finish "" = null. usage chunks have no choices.
+std::string chatChunkJson(const ResponseMeta& m, const std::string& deltaJson, const std::string& finish);
+std::string chatDeltaJson(const OutputDelta& d);
+std::string chatUsageChunkJson(const ResponseMeta& m, const GenerationUsage& u);
+
+std::string completionJson(const ResponseMeta& m, const std::string& text, const std::string& finish,
+                           const GenerationUsage& u);
+std::string completionChunkJson(const ResponseMeta& m, const std::string& text, const std::string& finish);
+std::string completionUsageChunkJson(const ResponseMeta& m, const GenerationUsage& u);
+
+std::string modelListJson(const std::string& model, int64_t created);
+
+// SSE framing: "data: <json>\n\n".
+inline std::string sseEvent(const std::string& json) { return "data: " + json + "\n\n"; }
+inline const char* sseDone() { return "data: [DONE]\n\n"; }
+
+}  // namespace k3::serve

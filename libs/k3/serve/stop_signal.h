@@ -1,0 +1,10 @@
+// SIGINT/SIGTERM as an orderly stop for a long-lived server: block them in
+// every thread (call first, before any thread starts), then wait for one.
+#pragma once
+
+namespace k3::serve {
+
+void blockStopSignals();
+int waitForStopSignal();  // returns the signal number
+
+}  // namespace k3::serve

@@ -1,0 +1,32 @@
+// The inside of an XTML marker as the model generated it: the bytes between
+// <|open|> (or <|close|>) and <|sep|>, `tag( key="value")*` (spec §7.6
+// OPEN/CLOSE), with attribute values unescaped.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace k3::tok {
+
+struct MarkerHeader {
+  std::string tag;
+  std::vector<std::pair<std::string, std::string>> attrs;  // in generated order, values unescaped
+
+  const std::string* attr(std::string_view key) const;
+  // As the parser's messages show it: OPEN(call, tool="f", index="1").
+  std::string describe(bool open) const;
+};
+
+// The inverse of the encoder's escape(): "&quot;" -> '"', then "&amp;" -> '&'
+// (one left-to-right pass gives the same result). Any other '&' sequence is
+// refused: returns nullopt and sets `badEntity` to the offending text.
+std::optional<std::string> unescapeAttribute(std::string_view value, std::string& badEntity);
+
+// Parses `tag( key="value")*`. Tags and keys are non-empty and contain no
+// space, '=' or '"'. On failure returns nullopt with `expected`/`found` set.
+std::optional<MarkerHeader> parseMarkerHeader(std::string_view bytes, std::string& expected, std::string& found);
+
+}  // namespace k3::tok

@@ -1,0 +1,152 @@
+// The OpenAI API of `k3-run --serve`, through the official `openai` npm client
+// against a live server on a container built in the test: models, chat
+// (non-stream and stream), usage and cached_tokens, stop, max_tokens,
+// abort mid-stream, completions, errors as APIErrors, and greedy output equal
+// to `k3-run --prompt-ids` on the same rendered prompt.
+import test, { after, before } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { APIError, K3_RUN, modelDir, postJson, startServer, streamChat, tokenize } from "./serve_fixture.mjs";
+
+let srv, client;
+before(async () => {
+  srv = await startServer(["--model-name", "k3-test", "--ctx", "1024"]);
+  client = srv.client();
+});
+after(async () => {
+  const { code } = await srv.stop();
+  assert.equal(code, 0, "clean exit on SIGTERM");
+});
+
+const noThink = { chat_template_kwargs: { thinking: false } };
+const hello = [{ role: "user", content: "Hello there" }];
+const greedy = (messages, n, extra = {}) =>
+  ({ model: "k3-test", messages, max_tokens: n, temperature: 0, ...noThink, ...extra });
+
+async function metric(name) {
+  const text = await (await fetch(`${srv.url}/metrics`)).text();
+  const m = text.match(new RegExp(`^${name} (\\S+)$`, "m"));
+  return m ? Number(m[1]) : NaN;
+}
+
+test("health and models.list", async () => {
+  assert.equal((await fetch(`${srv.url}/health`)).status, 200);
+  const models = await client.models.list();
+  assert.deepEqual(models.data.map((m) => m.id), ["k3-test"]);
+});
+
+test("non-stream chat: message, finish_reason length, usage = the rendered prompt", async () => {
+  const r = await client.chat.completions.create(greedy(hello, 8));
+  assert.equal(r.object, "chat.completion");
+  assert.equal(r.choices[0].message.role, "assistant");
+  assert.equal(r.choices[0].finish_reason, "length");
+  assert.equal(r.usage.completion_tokens, 8);
+  const ids = await tokenize(srv.url, { messages: hello, ...noThink });
+  assert.equal(r.usage.prompt_tokens, ids.length);
+  assert.equal(r.usage.total_tokens, ids.length + 8);
+  assert.ok(r.choices[0].message.content.length > 0);
+});
+
+test("stream chat: role first, same text as non-stream, final finish_reason, usage chunk", async () => {
+  const ref = await client.chat.completions.create(greedy(hello, 12));
+  const s = await streamChat(client, { ...greedy(hello, 12), stream_options: { include_usage: true } });
+  assert.equal(s.chunks[0].choices[0].delta.role, "assistant");
+  assert.equal(s.content, ref.choices[0].message.content);
+  assert.equal(s.finish, "length");
+  assert.equal(s.usage.completion_tokens, 12);
+  assert.equal(s.usage.prompt_tokens, ref.usage.prompt_tokens);
+  assert.equal(s.chunks.at(-1).choices.length, 0, "the usage chunk has no choices");
+  // Without include_usage there is no usage chunk.
+  const s2 = await streamChat(client, greedy(hello, 3));
+  assert.equal(s2.usage, null);
+});
+
+test("second turn reuses the first turn's state: cached_tokens", async () => {
+  const first = [{ role: "user", content: "Tell me about turn reuse" }];
+  const r1 = await client.chat.completions.create(greedy(first, 6, { chat_template_kwargs: { thinking: true } }));
+  const m = r1.choices[0].message;
+  const second = [...first, { role: "assistant", content: m.content, reasoning_content: m.reasoning_content },
+    { role: "user", content: "And then?" }];
+  const r2 = await client.chat.completions.create(greedy(second, 4, { chat_template_kwargs: { thinking: true } }));
+  const cached = r2.usage.prompt_tokens_details.cached_tokens;
+  assert.ok(cached >= r1.usage.prompt_tokens, `cached ${cached} ≥ first prompt ${r1.usage.prompt_tokens}`);
+  assert.ok(cached < r2.usage.prompt_tokens);
+});
+
+test("stop strings: matched across tokens, never emitted, finish_reason stop", async () => {
+  const ref = (await client.chat.completions.create(greedy(hello, 24))).choices[0].message.content;
+  // A stop that starts a few characters in and spans several characters.
+  const start = Math.min(3, ref.length - 3);
+  const stop = ref.slice(start, start + 3);
+  const r = await client.chat.completions.create(greedy(hello, 24, { stop: [stop, "never-in-the-output-zz"] }));
+  assert.equal(r.choices[0].message.content, ref.slice(0, ref.indexOf(stop)));
+  assert.equal(r.choices[0].finish_reason, "stop");
+  const s = await streamChat(client, greedy(hello, 24, { stop }));
+  assert.equal(s.content, ref.slice(0, ref.indexOf(stop)));
+  assert.equal(s.finish, "stop");
+});
+
+test("abort mid-stream stops the generation; the next request is served at once", async () => {
+  const before = await metric("k3_generations_cancelled_total");
+  const ac = new AbortController();
+  let seen = 0;
+  // The openai client ends the iteration quietly on abort (or throws an AbortError).
+  const s = await streamChat(client, greedy(hello, 900), {
+    signal: ac.signal,
+    onChunk: () => { if (++seen === 3) ac.abort(); },
+  }).catch((e) => { assert.equal(e.name, "AbortError"); return null; });
+  if (s) assert.equal(s.finish, null, "the stream did not run to its end");
+  const t0 = Date.now();
+  const r = await client.chat.completions.create(greedy(hello, 2));
+  assert.equal(r.choices[0].finish_reason, "length");
+  assert.ok(Date.now() - t0 < 3000, "not stuck behind the aborted generation");
+  let cancelled = before;
+  for (let i = 0; i < 40 && cancelled === before; ++i) {
+    await new Promise((res) => setTimeout(res, 50));
+    cancelled = await metric("k3_generations_cancelled_total");
+  }
+  assert.equal(cancelled, before + 1);
+});
+
+test("completions: prompt text and the same prompt as ids give the same greedy text", async () => {
+  const a = await client.completions.create({ model: "k3-test", prompt: "Once upon a time", max_tokens: 10, temperature: 0 });
+  assert.equal(a.object, "text_completion");
+  assert.equal(a.choices[0].finish_reason, "length");
+  assert.equal(a.usage.completion_tokens, 10);
+  const ids = await tokenize(srv.url, { content: "Once upon a time" });
+  // Text prompts get the config's BOS first (as `k3-run -p`): one more id than /tokenize.
+  assert.ok(a.usage.prompt_tokens === ids.length || a.usage.prompt_tokens === ids.length + 1);
+});
+
+test("greedy through the server equals k3-run --prompt-ids on the rendered prompt", async () => {
+  const ids = await tokenize(srv.url, { messages: hello, ...noThink });
+  const run = JSON.parse(execFileSync(K3_RUN, [modelDir(), "--prompt-ids", ids.join(","), "-n", "16", "--json",
+    "--threads", "1"]).toString());
+  assert.deepEqual(run.prompt_ids, ids);
+  const viaApi = await client.completions.create({ model: "k3-test", prompt: ids, max_tokens: 16, temperature: 0 });
+  const stopAt = run.stopped ? run.tokens.length - 1 : run.tokens.length;
+  const expected = await postJson(`${srv.url}/detokenize`, { tokens: run.tokens.slice(0, stopAt) });
+  assert.equal(viaApi.choices[0].text, expected.json.content);
+  assert.equal(viaApi.usage.completion_tokens, run.tokens.length);
+});
+
+test("errors are APIErrors with OpenAI's status codes and envelope", async () => {
+  const expectApiError = async (p, status, code) => {
+    await assert.rejects(p, (e) => {
+      assert.ok(e instanceof APIError, String(e));
+      assert.equal(e.status, status);
+      if (code) assert.equal(e.code, code);
+      assert.equal(typeof e.message, "string");
+      return true;
+    });
+  };
+  await expectApiError(client.chat.completions.create({ ...greedy(hello, 2), n: 2 }), 400, "unsupported_parameter");
+  await expectApiError(client.chat.completions.create({ ...greedy(hello, 2), logprobs: true }), 400);
+  await expectApiError(client.chat.completions.create({ ...greedy(hello, 2), temperature: 7 }), 400);
+  const long = [{ role: "user", content: "word ".repeat(3000) }];
+  await expectApiError(client.chat.completions.create(greedy(long, 2)), 400, "context_length_exceeded");
+  await expectApiError(client.completions.create({ model: "k3-test", prompt: [1, 2, 99999999], max_tokens: 2 }), 400);
+  const r = await postJson(`${srv.url}/v1/nowhere`, {});
+  assert.equal(r.status, 404);
+  assert.ok(r.json.error.message.includes("/v1/nowhere"));
+});
