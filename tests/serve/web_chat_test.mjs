@@ -13,7 +13,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { launchBrowser, closeBrowser } from "../../scripts/node/k3_browser.mjs";
-import { startServe } from "./serve_process.mjs";
+import { startServer } from "./serve_fixture.mjs";
 
 const SOURCE_DIR = process.env.K3_SOURCE_DIR ?? path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
 const TMP = process.env.K3_TEST_TMP ?? path.join(SOURCE_DIR, "build/release/testdata");
@@ -21,6 +21,35 @@ const SCREENS = path.join(TMP, "screens");
 const CTX = 2048;
 
 let server;    // {url, stop()}
+
+// k3-run --serve on the server tests' container (serve_fixture.mjs), or
+// K3_WEB_CHAT_URL: a server already running, nothing started here.
+async function startServe(args) {
+  if (process.env.K3_WEB_CHAT_URL) return { url: process.env.K3_WEB_CHAT_URL.replace(/\/$/, ""), stop: async () => {} };
+  let timer;
+  const started = startServer(args);
+  const timeout = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error("k3-run --serve did not listen within 120 s")), 120_000); });
+  try {
+    const s = await Promise.race([started, timeout]);
+    running.add(s);
+    return s;
+  } catch (e) {
+    started.then((s) => s.stop(), () => {});
+    throw e;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+const running = new Set();
+process.on("exit", () => { for (const s of running) s.proc?.kill("SIGKILL"); });
+// SIGTERM, then SIGKILL if it has not gone within 5 s.
+async function stopServe(s) {
+  if (!s) return;
+  const kill = setTimeout(() => s.proc && s.proc.kill("SIGKILL"), 5_000);
+  await s.stop();
+  clearTimeout(kill);
+  running.delete(s);
+}
 let browser;
 let page;
 const pageErrors = [];
@@ -38,7 +67,7 @@ async function cleanup() {
   const b = browser; browser = null;
   const s = server; server = null;
   await closeBrowser(b);
-  if (s) await s.stop();
+  await stopServe(s);
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -110,7 +139,7 @@ async function send(text) {
 const waitDone = (timeoutMs = 60_000) => waitUntil("the answer to finish", async () => !(await view()).streaming, timeoutMs, 100);
 
 before(async () => {
-  server = await startServe({ ctx: CTX });
+  server = await startServe(["--ctx", String(CTX)]);
   browser = await launchBrowser();
   page = await browser.newPage();
   page.setDefaultTimeout(20_000);
@@ -324,7 +353,7 @@ test("narrow screen (390x844): nothing overflows, the list opens as a drawer", a
 
 test("a server started with --api-key: the page asks for the key, keeps it, and chats",
   { skip: process.env.K3_WEB_CHAT_URL ? "needs a server of its own" : false }, async () => {
-  const keyed = await startServe({ ctx: 512, extra: ["--api-key", "web-chat-test-key"] });
+  const keyed = await startServe(["--ctx", "512", "--api-key", "web-chat-test-key"]);
   const p = await browser.newPage();  // another port, so another origin: empty localStorage
   try {
     p.on("pageerror", (e) => pageErrors.push(e.message));
@@ -350,7 +379,7 @@ test("a server started with --api-key: the page asks for the key, keeps it, and 
     assert.equal(await p.$eval("#key-dialog", (d) => d.open), false, "the key was kept");
   } finally {
     await p.close().catch(() => {});
-    await keyed.stop();
+    await stopServe(keyed);
   }
 });
 
