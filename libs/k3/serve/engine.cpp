@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "k3/model/sampler.h"
 #include "k3/serve/stop_matcher.h"
-#include "k3/serve/utf8_stream.h"
+#include "k3/tok/chat_output_parser.h"
+#include "k3/tok/utf8_stream.h"
 
 namespace k3::serve {
 
@@ -18,44 +20,6 @@ int32_t specialOr(const tok::Tokenizer& tok, const char* name) {
   auto id = tok.specialId(name);
   return id ? static_cast<int32_t>(*id) : -1;
 }
-
-// Interim: splits chat output into reasoning and content by the XTML
-// structure (<|open|>tag<|sep|> … <|close|>tag<|sep|>), until the tok output
-// parser (tool calls, malformed output) replaces it.
-class InterimChannelSplit {
- public:
-  InterimChannelSplit(bool thinking, int32_t open, int32_t close, int32_t sep)
-      : channel_(thinking ? OutputDelta::Kind::Reasoning : OutputDelta::Kind::Content),
-        open_(open), close_(close), sep_(sep) {}
-  // The channel the token's text belongs to, or false for structure.
-  bool visible(int32_t id, const std::string& bytes, OutputDelta::Kind& kind) {
-    if (id == open_ || id == close_) {
-      inTag_ = true;
-      closing_ = id == close_;
-      tag_.clear();
-      return false;
-    }
-    if (inTag_) {
-      if (id != sep_) {
-        tag_ += bytes;
-        return false;
-      }
-      inTag_ = false;
-      hidden_ = closing_ || (tag_.rfind("think", 0) != 0 && tag_.rfind("response", 0) != 0);
-      if (!hidden_) channel_ = tag_.rfind("think", 0) == 0 ? OutputDelta::Kind::Reasoning : OutputDelta::Kind::Content;
-      return false;
-    }
-    if (id == sep_ || hidden_) return false;
-    kind = channel_;
-    return true;
-  }
-
- private:
-  OutputDelta::Kind channel_;
-  int32_t open_, close_, sep_;
-  bool inTag_ = false, closing_ = false, hidden_ = false;
-  std::string tag_;
-};
 
 OutputDelta text(OutputDelta::Kind kind, std::string t) {
   OutputDelta d;
@@ -81,9 +45,6 @@ Engine::Engine(const model::ModelWeights& w, const tok::Tokenizer& tok, const mo
   if (w.config().bosTokenId) bos_ = static_cast<int64_t>(*w.config().bosTokenId);
   for (int64_t e : w.config().eosTokenIds) stopIds_.push_back(static_cast<int32_t>(e));
   if (int32_t eom = specialOr(tok, "<|end_of_msg|>"); eom >= 0) stopIds_.push_back(eom);
-  open_ = specialOr(tok, "<|open|>");
-  close_ = specialOr(tok, "<|close|>");
-  sep_ = specialOr(tok, "<|sep|>");
   worker_ = std::thread([this] { work(); });
 }
 
@@ -173,10 +134,45 @@ void Engine::run(GenerationJob& job) {
   model::Sampler sampler(job.params.sampling, session_.vocabSize());
   const size_t room = ctx_ > job.prompt.size() ? ctx_ - job.prompt.size() : 0;
   const size_t maxTokens = std::min(job.params.maxTokens, room);
-  InterimChannelSplit split(job.thinking, open_, close_, sep_);
-  Utf8Stream reasoningText, contentText;
+  // Chat output goes through the XTML output parser (channels, tool calls);
+  // text output straight to the UTF-8 holdback. Content passes the stop matcher.
+  std::optional<tok::ChatOutputParser> parser;
+  if (job.mode == GenerationJob::Mode::Chat) parser.emplace(tok_, job.tools, job.thinking);
+  std::vector<tok::ChatOutputEvent> events;
+  tok::Utf8Holdback rawText;
   StopMatcher stop(job.params.stop);
   std::string finish = "length";
+  bool calls = false;
+  // Turns parser events into deltas; false once generation must end.
+  auto deliver = [&]() {
+    for (auto& e : events) {
+      switch (e.kind) {
+        case tok::ChatOutputEvent::Kind::Reasoning: push(job, text(OutputDelta::Kind::Reasoning, std::move(e.text))); break;
+        case tok::ChatOutputEvent::Kind::Content:
+          push(job, text(OutputDelta::Kind::Content, stop.push(e.text)));
+          if (stop.stopped()) finish = "stop";
+          break;
+        case tok::ChatOutputEvent::Kind::ToolCall: {
+          OutputDelta d;
+          d.kind = OutputDelta::Kind::ToolCall;
+          d.toolIndex = e.index - 1;  // OpenAI counts from 0, the XTML index from 1
+          d.toolId = e.call.id;
+          d.toolName = e.call.name;
+          d.text = e.call.arguments;
+          push(job, std::move(d));
+          calls = true;
+          break;
+        }
+        case tok::ChatOutputEvent::Kind::Done: finish = calls ? "tool_calls" : "stop"; break;
+        case tok::ChatOutputEvent::Kind::Malformed:
+          job.malformed = e.error.message();
+          finish = calls ? "tool_calls" : "stop";
+          break;
+      }
+    }
+    events.clear();
+    return finish == "length";
+  };
   for (size_t i = 0; i < maxTokens; ++i) {
     if (job.cancel) {
       finish = "cancelled";
@@ -184,29 +180,34 @@ void Engine::run(GenerationJob& job) {
     }
     const int32_t id = sampler.sample(session_.lastLogits());
     job.usage.completionTokens += 1;
+    if (parser) {
+      parser->feed(static_cast<uint32_t>(id), events);
+      if (!deliver()) break;
+    }
     if (std::find(stopIds_.begin(), stopIds_.end(), id) != stopIds_.end()) {
-      finish = "stop";
+      finish = calls ? "tool_calls" : "stop";
       break;
     }
-    const std::string bytes = tok_.tokenBytes(static_cast<uint32_t>(id));
-    OutputDelta::Kind kind = OutputDelta::Kind::Content;
-    if (job.mode == GenerationJob::Mode::Text || split.visible(id, bytes, kind)) {
-      if (kind == OutputDelta::Kind::Reasoning) {
-        push(job, text(kind, reasoningText.push(bytes)));
-      } else {
-        push(job, text(kind, stop.push(contentText.push(bytes))));
-        if (stop.stopped()) {
-          finish = "stop";
-          break;
-        }
+    if (!parser) {
+      push(job, text(OutputDelta::Kind::Content, stop.push(rawText.push(tok_.tokenBytes(static_cast<uint32_t>(id))))));
+      if (stop.stopped()) {
+        finish = "stop";
+        break;
       }
     }
     // The last token of the limit is not fed: nobody reads its logits.
     if (i + 1 < maxTokens) session_.feed({&id, 1});
   }
-  if (finish != "cancelled") {
-    push(job, text(OutputDelta::Kind::Reasoning, reasoningText.flush()));
-    if (!stop.stopped()) push(job, text(OutputDelta::Kind::Content, stop.push(contentText.flush()) + stop.flush()));
+  if (finish != "cancelled" && !stop.stopped()) {
+    if (parser) {
+      parser->finish(events);
+      const std::string keep = finish;
+      deliver();
+      finish = keep;
+    } else {
+      push(job, text(OutputDelta::Kind::Content, stop.push(rawText.flush())));
+    }
+    push(job, text(OutputDelta::Kind::Content, stop.flush()));
   }
   job.decodeSeconds = since(t0);
   job.finishReason = finish;

@@ -64,7 +64,6 @@ class Engine {
   StateCache cache_;
   bool liveLogitsCurrent_ = false;
   std::vector<int32_t> stopIds_;
-  int32_t open_ = -1, close_ = -1, sep_ = -1;
   RequestQueue<GenerationJob> queue_;
   mutable std::mutex statsMutex_;  // guards stats_ and running_
   GenerationJob* running_ = nullptr;

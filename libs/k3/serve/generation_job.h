@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "k3/serve/generation_request.h"
+#include "k3/tok/chat_message.h"
 
 namespace k3::serve {
 
@@ -34,6 +35,7 @@ struct GenerationJob {
   std::vector<int32_t> prompt;
   GenerationParams params;
   bool thinking = false;  // chat: the prompt ends inside the think channel
+  std::vector<tok::ToolSpec> tools;  // chat: declared tools, for the output parser
   std::chrono::steady_clock::time_point enqueued = std::chrono::steady_clock::now();
 
   std::atomic<bool> cancel{false};  // set by the HTTP side (client gone)
@@ -44,6 +46,7 @@ struct GenerationJob {
   std::vector<OutputDelta> pending;  // not yet taken by the HTTP side
   bool done = false;
   std::string finishReason;  // stop | length | tool_calls | cancelled
+  std::string malformed;     // chat: the output broke the XTML grammar here (generation ended)
   std::string error;         // engine failure (a bug or resource problem)
   GenerationUsage usage;
   double prefillSeconds = 0, decodeSeconds = 0, queueSeconds = 0;

@@ -6,6 +6,7 @@
 #include "k3/io/error.h"
 #include "k3/serve/api_error.h"
 #include "k3/serve/json_body.h"
+#include "k3/tok/chat_request.h"
 
 namespace k3::serve {
 
@@ -110,13 +111,9 @@ ChatCompletionRequest parseChatCompletionRequest(std::string_view body, const Re
     const std::string key(k);
     if (isNull(v)) continue;  // null = not given, as the OpenAI SDKs send it
     if (readCommon(key, v, r.params, limits, maxGiven)) continue;
-    if (key == "messages") {
-      sawMessages = true;
-    } else if (key == "chat_template_kwargs") {  // interim: until the tok chat-request reader lands
-      object o;
-      if (v.get_object().get(o)) invalidRequest(key, "'chat_template_kwargs' must be an object");
-      for (auto [ck, cv] : o)
-        if (ck == "thinking") r.chat.options.thinking = readBool(cv, "chat_template_kwargs.thinking");
+    if (key == "messages" || key == "tools" || key == "tool_choice" || key == "response_format" ||
+        key == "chat_template_kwargs" || key == "reasoning_effort" || key == "add_generation_prompt") {
+      sawMessages = sawMessages || key == "messages";  // read by the chat-request reader below
     } else if (key == "parallel_tool_calls") {
       readBool(v, key);
     } else if (key == "modalities") {
@@ -124,8 +121,7 @@ ChatCompletionRequest parseChatCompletionRequest(std::string_view body, const Re
       if (v.get_array().get(arr)) invalidRequest(key, "'modalities' must be an array");
       for (element e : arr) refuseUnless(readString(e, key) == "text", key, "other than [\"text\"]");
     } else if (key == "audio" || key == "prediction" || key == "web_search_options" || key == "functions" ||
-               key == "function_call" || key == "tools" || key == "tool_choice" || key == "response_format" ||
-               key == "reasoning_effort") {
+               key == "function_call") {
       refuseUnless(false, key, "");
     } else {
       invalidRequest(key, "unknown field '" + key + "'");
@@ -133,19 +129,14 @@ ChatCompletionRequest parseChatCompletionRequest(std::string_view body, const Re
   }
   if (!sawMessages) invalidRequest("messages", "'messages' is required");
   try {
-    const bool thinking = r.chat.options.thinking;
-    r.chat = tok::parseChatRequest(body, "messages");
-    r.chat.options.thinking = thinking;
+    r.chat = tok::parseChatRequest(body, "request", {.developerAsSystem = true});
   } catch (const k3::Error& e) {
-    invalidRequest("messages", e.what());
+    // "request: messages[2].content: …" -> param messages[2].content, message without the origin
+    std::string msg = e.what();
+    if (msg.rfind("request: ", 0) == 0) msg.erase(0, 9);
+    invalidRequest(msg.substr(0, msg.find(':')), msg);
   }
   if (r.chat.messages.empty()) invalidRequest("messages", "'messages' must not be empty");
-  for (size_t i = 0; i < r.chat.messages.size(); ++i) {
-    const std::string& role = r.chat.messages[i].role;
-    if (role != "system" && role != "developer" && role != "user" && role != "assistant")
-      invalidRequest("messages[" + std::to_string(i) + "].role", "messages[" + std::to_string(i) +
-                                                                     "].role: unknown role '" + role + "'");
-  }
   finish(r.params, maxGiven, limits);
   return r;
 }

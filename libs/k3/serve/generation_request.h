@@ -2,7 +2,9 @@
 // stop strings, streaming options, and the refusal of what k3kit does not
 // do (n > 1, logprobs, audio, penalties...) — a 400, never silently ignored.
 // The conversation itself (messages, tools, tool_choice, response_format,
-// chat_template_kwargs, reasoning_effort) goes to the tok chat-request reader.
+// chat_template_kwargs, reasoning_effort, add_generation_prompt) goes to the
+// tok chat-request reader (k3/tok/chat_request.h), with role `developer`
+// read as `system` (as OpenAI-compatible servers do).
 #pragma once
 
 #include <cstddef>
@@ -12,7 +14,7 @@
 #include <vector>
 
 #include "k3/model/sampler.h"
-#include "k3/tok/chat_request.h"
+#include "k3/tok/chat_message.h"
 
 namespace k3::serve {
 

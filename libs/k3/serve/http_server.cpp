@@ -248,6 +248,7 @@ void HttpServer::routes() {
           job->mode = GenerationJob::Mode::Chat;
           job->prompt = renderChatPrompt(*r.tok, cr.chat);
           job->thinking = chatPromptThinks(cr.chat);
+          job->tools = cr.chat.tools;
           job->params = std::move(cr.params);
         } else {
           CompletionRequest cr = parseCompletionRequest(req.body, lim);
@@ -276,11 +277,11 @@ void HttpServer::routes() {
 
       if (!job->params.stream) {
         std::vector<OutputDelta> deltas;
-        AssistantMessage msg;
+        tok::ChatMessage msg;
         bool done = false;
         while (!done) {
           done = takeOutput(*job, deltas);
-          for (const auto& d : deltas) msg.add(d);
+          for (const auto& d : deltas) addDelta(msg, d);
           if (!done && peerClosed(fd)) job->cancel = true;  // keep waiting: the engine stops within a step
         }
         if (!job->error.empty()) {
@@ -288,8 +289,9 @@ void HttpServer::routes() {
         } else if (chat) {
           res.set_content(chatCompletionJson(meta, msg, finishFor(*job), job->usage), "application/json");
         } else {
-          res.set_content(completionJson(meta, msg.content, finishFor(*job), job->usage), "application/json");
+          res.set_content(completionJson(meta, contentOf(msg), finishFor(*job), job->usage), "application/json");
         }
+        if (!job->malformed.empty()) std::fprintf(stderr, "[k3-serve] model output off the XTML grammar: %s\n", job->malformed.c_str());
         counters_.count(req.path, res.status == -1 ? 200 : res.status);
         logLine(req, res.status == -1 ? 200 : res.status, &job->usage, t0);
         return;
@@ -329,6 +331,8 @@ void HttpServer::routes() {
           },
           [this, job, method = req.method, path = req.path, t0](bool success) {
             if (!success) job->cancel = true;  // the client went away: stop its work
+            if (!job->malformed.empty())
+              std::fprintf(stderr, "[k3-serve] model output off the XTML grammar: %s\n", job->malformed.c_str());
             counters_.count(path, 200);
             logLine(method, path, 200, &job->usage, t0);
           });

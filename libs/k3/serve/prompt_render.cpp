@@ -2,19 +2,20 @@
 
 #include "k3/io/error.h"
 #include "k3/serve/api_error.h"
+#include "k3/tok/chat_encoder.h"
 
 namespace k3::serve {
 
 std::vector<int32_t> renderChatPrompt(const tok::Tokenizer& tok, const tok::ChatRequest& chat) {
   try {
-    const std::vector<uint32_t> ids = tok::buildChatPrompt(tok, chat.messages, chat.options);
+    const std::vector<uint32_t> ids = tok::renderChat(tok, chat).ids;
     return {ids.begin(), ids.end()};
   } catch (const k3::Error& e) {
     invalidRequest("messages", e.what());
   }
 }
 
-bool chatPromptThinks(const tok::ChatRequest& chat) { return chat.options.thinking; }
+bool chatPromptThinks(const tok::ChatRequest& chat) { return chat.thinking && chat.addGenerationPrompt; }
 
 std::vector<int32_t> completionPrompt(const tok::Tokenizer& tok, const CompletionRequest& r,
                                       std::optional<int64_t> bos, size_t vocabSize) {

@@ -1,6 +1,7 @@
 #include "k3/serve/response_json.h"
 
 #include "k3/io/json_text.h"
+#include "k3/tok/chat_output_message.h"
 
 namespace k3::serve {
 
@@ -13,30 +14,28 @@ std::string head(const ResponseMeta& m, const char* object) {
          ",\"model\":" + str(m.model);
 }
 
-std::string toolCallsJson(const std::vector<AssistantMessage::Call>& calls) {
-  std::string s = "[";
-  for (size_t i = 0; i < calls.size(); ++i) {
-    if (i) s += ",";
-    s += "{\"id\":" + str(calls[i].id) + ",\"type\":\"function\",\"function\":{\"name\":" + str(calls[i].name) +
-         ",\"arguments\":" + str(calls[i].arguments) + "}}";
-  }
-  return s + "]";
-}
 }  // namespace
 
-void AssistantMessage::add(const OutputDelta& d) {
+void addDelta(tok::ChatMessage& m, const OutputDelta& d) {
   switch (d.kind) {
-    case OutputDelta::Kind::Reasoning: reasoning += d.text; break;
-    case OutputDelta::Kind::Content: content += d.text; break;
-    case OutputDelta::Kind::ToolCall:
-      if (static_cast<size_t>(d.toolIndex) >= toolCalls.size()) toolCalls.resize(static_cast<size_t>(d.toolIndex) + 1);
-      auto& c = toolCalls[static_cast<size_t>(d.toolIndex)];
+    case OutputDelta::Kind::Reasoning: m.reasoning += d.text; break;
+    case OutputDelta::Kind::Content:
+      if (m.content.empty()) m.content.emplace_back();
+      m.content[0] += d.text;
+      break;
+    case OutputDelta::Kind::ToolCall: {
+      const size_t i = static_cast<size_t>(d.toolIndex);
+      if (i >= m.toolCalls.size()) m.toolCalls.resize(i + 1);
+      tok::ToolCall& c = m.toolCalls[i];
       if (!d.toolId.empty()) c.id = d.toolId;
       if (!d.toolName.empty()) c.name = d.toolName;
       c.arguments += d.text;
       break;
+    }
   }
 }
+
+std::string contentOf(const tok::ChatMessage& m) { return m.content.empty() ? "" : m.content[0]; }
 
 std::string usageJson(const GenerationUsage& u) {
   return "{\"prompt_tokens\":" + std::to_string(u.promptTokens) +
@@ -45,14 +44,11 @@ std::string usageJson(const GenerationUsage& u) {
          ",\"prompt_tokens_details\":{\"cached_tokens\":" + std::to_string(u.cachedTokens) + "}}";
 }
 
-std::string chatCompletionJson(const ResponseMeta& m, const AssistantMessage& msg, const std::string& finish,
+std::string chatCompletionJson(const ResponseMeta& m, const tok::ChatMessage& msg, const std::string& finish,
                                const GenerationUsage& u) {
-  std::string message = "{\"role\":\"assistant\",\"content\":";
-  message += msg.content.empty() && !msg.toolCalls.empty() ? "null" : str(msg.content);
-  if (!msg.reasoning.empty()) message += ",\"reasoning_content\":" + str(msg.reasoning);
-  if (!msg.toolCalls.empty()) message += ",\"tool_calls\":" + toolCallsJson(msg.toolCalls);
-  message += "}";
-  return head(m, "chat.completion") + ",\"choices\":[{\"index\":0,\"message\":" + message +
+  tok::ChatMessage out = msg;
+  out.role = "assistant";
+  return head(m, "chat.completion") + ",\"choices\":[{\"index\":0,\"message\":" + tok::assistantMessageJson(out) +
          ",\"logprobs\":null,\"finish_reason\":" + finishJson(finish) + "}],\"usage\":" + usageJson(u) + "}";
 }
 

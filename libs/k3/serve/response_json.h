@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "k3/serve/generation_job.h"
+#include "k3/tok/chat_message.h"
 
 namespace k3::serve {
 
@@ -17,18 +18,13 @@ struct ResponseMeta {
   std::string model;
 };
 
-// An assembled assistant message for the non-stream answer.
-struct AssistantMessage {
-  std::string content, reasoning;
-  struct Call {
-    std::string id, name, arguments;
-  };
-  std::vector<Call> toolCalls;
-  void add(const OutputDelta& d);  // accumulates a streamed delta
-};
+// Accumulates a streamed delta into the assistant message of a non-stream answer.
+void addDelta(tok::ChatMessage& m, const OutputDelta& d);
+// The message's text content ("" when none).
+std::string contentOf(const tok::ChatMessage& m);
 
 std::string usageJson(const GenerationUsage& u);
-std::string chatCompletionJson(const ResponseMeta& m, const AssistantMessage& msg, const std::string& finish,
+std::string chatCompletionJson(const ResponseMeta& m, const tok::ChatMessage& msg, const std::string& finish,
                                const GenerationUsage& u);
 // One chunk: `deltaJson` is the delta object's text ({"role":"assistant"}, ...);
 // finish "" = null. usage chunks have no choices.
