@@ -14,6 +14,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { launchBrowser, closeBrowser } from "../../scripts/node/k3_browser.mjs";
 import { startServer } from "./serve_fixture.mjs";
+import { chattyTinyModel } from "./web_chat_model.mjs";
 
 const SOURCE_DIR = process.env.K3_SOURCE_DIR ?? path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
 const TMP = process.env.K3_TEST_TMP ?? path.join(SOURCE_DIR, "build/release/testdata");
@@ -29,6 +30,7 @@ let server;    // {url, stop()}
 // K3_WEB_CHAT_URL: a server already running, nothing started here.
 async function startServe(args) {
   if (process.env.K3_WEB_CHAT_URL) return { url: process.env.K3_WEB_CHAT_URL.replace(/\/$/, ""), stop: async () => {} };
+  process.env.K3_SERVE_MODEL ??= chattyTinyModel();  // what serve_fixture's startServer runs
   let timer;
   const started = startServer(args);
   const timeout = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error("k3-run --serve did not listen within 120 s")), 120_000); });
