@@ -360,6 +360,62 @@ test("the server's error envelope reaches the user (a prompt longer than --ctx)"
   await shot("08-error");
 });
 
+test("markdown in an answer renders as markup, model-written HTML stays text", async () => {
+  // A stored conversation (the synthetic model writes no markdown), shown after a reload.
+  const answer = [
+    "## Result", "", "Some **bold**, *italic* and `inline code`, a [link](https://example.org/docs) and",
+    "[a trap](javascript:window.__xss=1).", "", "1. first", "2. second", "   - nested", "",
+    "```python", "def f(x):", "    return x * 2  # <not a tag>", "```", "",
+    "| n | f(n) |", "|---|---:|", "| 2 | 4 |", "", "> quoted", "",
+    '<img src=x onerror="window.__xss=1"><script>window.__xss=1</script>',
+  ].join("\n");
+  await page.evaluate((content) => {
+    const convs = K3Chat.state.convs;  // the page saves these when it goes away
+    const now = Date.now();
+    convs.push({ id: "md-fixture", title: "Markdown", createdAt: now, updatedAt: now, messages: [
+      { role: "user", content: "Show me <b>markdown</b>" },
+      { role: "assistant", content, reasoning: "Plan: a heading, a list, code, a table.", thinkMs: 800,
+        usage: { prompt: 12, cached: 0, completion: 90 }, stats: { tps: 42.5, ttft: 120 }, finish: "stop" }] });
+    localStorage.setItem("k3chat.v1.current", "md-fixture");
+  }, answer);
+  await page.reload({ waitUntil: "load" });
+  await page.waitForSelector('#model-chip[data-state="ready"]');
+  const dom = await page.evaluate(() => {
+    const a = document.querySelector(".msg.assistant .answer");
+    return {
+      xss: window.__xss,
+      injected: document.querySelectorAll("#thread img, #thread script").length,
+      heading: a.querySelector("h4")?.textContent,
+      strong: a.querySelector("strong")?.textContent,
+      code: a.querySelector(".code pre code")?.textContent,
+      lang: a.querySelector(".code .code-head span")?.textContent,
+      links: [...a.querySelectorAll("a")].map((l) => l.getAttribute("href")),
+      nested: a.querySelectorAll("ol > li ul > li").length,
+      cell: a.querySelector("td:last-child")?.textContent,
+      userBold: document.querySelectorAll(".msg.user b").length,
+      lastLine: a.lastElementChild.textContent,
+    };
+  });
+  assert.equal(dom.xss, undefined, "no script from the model's text ran");
+  assert.equal(dom.injected, 0);
+  assert.equal(dom.heading, "Result");
+  assert.equal(dom.strong, "bold");
+  assert.equal(dom.code, "def f(x):\n    return x * 2  # <not a tag>");
+  assert.equal(dom.lang, "python");
+  assert.deepEqual(dom.links, ["https://example.org/docs"]);
+  assert.equal(dom.nested, 1);
+  assert.equal(dom.cell, "4");
+  assert.equal(dom.userBold, 0, "user text is plain text");
+  assert.match(dom.lastLine, /<img src=x onerror=/);
+  await page.click(".copy-code");
+  await waitUntil("the copy confirmation", async () => page.$eval(".copy-code", (b) => b.textContent.includes("Copied")), 3_000);
+  await shot("12-markdown");
+  await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "dark" }]);
+  await sleep(300);  // colour transitions
+  await shot("13-markdown-dark");
+  await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "light" }]);
+});
+
 test("narrow screen (390x844): nothing overflows, the list opens as a drawer", async () => {
   await openConversation(THINKING);
   await page.setViewport({ width: 390, height: 844, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
