@@ -229,10 +229,7 @@ def _call(call, index):
 
 
 def _reasoning(m):
-    r = m.get("reasoning_content")
-    if r is None:
-        r = m.get("reasoning")
-    return r or ""
+    return m.get("reasoning_content") or m.get("reasoning") or ""
 
 
 def _channels(m, thinking, opened):

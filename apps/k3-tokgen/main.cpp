@@ -118,12 +118,13 @@ int main(int argc, char** argv) {
                    "request JSON: {\"messages\", \"tools\", \"tool_choice\", \"response_format\", "
                    "\"chat_template_kwargs\": {\"thinking\", \"thinking_effort\"}, \"reasoning_effort\", "
                    "\"add_generation_prompt\"}; the legacy {\"messages\", \"thinking\"} too (default: stdin)");
-  chat->add_flag("--json", chatJson, "print a JSON array");
+  auto* jsonFlag = chat->add_flag("--json", chatJson, "print a JSON array");
   auto* textFlag = chat->add_flag("--text", chatText, "print the rendered text, specials as is, text segments as \u2039...\u203a");
   chat->add_flag("--jsonl", chatJsonl,
                  "batch: one request per input line; prints one line each, the ids as a JSON array or "
                  "{\"error\": MESSAGE}")
       ->excludes(textFlag);
+  textFlag->excludes(jsonFlag);
 
   std::vector<std::string> parseArgs;
   std::string parseTools;
@@ -183,14 +184,22 @@ int main(int argc, char** argv) {
       // As an OpenAI-compatible server does (spec 7.6), the CLI reads role
       // `developer` as `system`; the encoder itself rejects it.
       const k3::tok::ChatRequestReadOptions readOpts{.developerAsSystem = true};
+      // The encoder's errors name the field; the file is added here.
+      auto render = [&](std::string_view text, const std::string& where) {
+        const k3::tok::ChatRequest req = k3::tok::parseChatRequest(text, where, readOpts);
+        try {
+          return k3::tok::renderChat(tok, req);
+        } catch (const k3::Error& e) {
+          throw k3::Error(e.kind(), where + ": " + e.what());
+        }
+      };
       if (chatJsonl) {
         std::istringstream lines(json);
         std::string line, out;
         for (size_t n = 1; std::getline(lines, line); ++n) {
           if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
           try {
-            const auto req = k3::tok::parseChatRequest(line, origin + ":" + std::to_string(n), readOpts);
-            out += k3::tok::formatIds(k3::tok::renderChat(tok, req).ids, true) + "\n";
+            out += k3::tok::formatIds(render(line, origin + ":" + std::to_string(n)).ids, true) + "\n";
           } catch (const k3::Error& e) {
             out += "{\"error\": " + k3::jsonString(e.what()) + "}\n";
           }
@@ -198,7 +207,7 @@ int main(int argc, char** argv) {
         std::cout << out;
         return 0;
       }
-      const k3::tok::RenderedChat r = k3::tok::renderChat(tok, k3::tok::parseChatRequest(json, origin, readOpts));
+      const k3::tok::RenderedChat r = render(json, origin);
       if (chatText) std::cout << k3::tok::describeSegments(r.segments) << "\n";
       else std::cout << k3::tok::formatIds(r.ids, chatJson) << "\n";
       return 0;

@@ -2,7 +2,7 @@
 // on random id streams. Each input byte is one id, biased towards what makes
 // the grammar go deep: 0xF0-0xF3 are the four XTML specials, 0xF4/0xF5 another
 // added token and an id outside the vocabulary, 0xD0-0xEF the tag/attribute
-// words of a small vocabulary (with split UTF-8 pieces), anything else the
+// words of a small vocabulary (with split UTF-8 pieces and "<|open|>" as text), anything else the
 // single-byte token of that byte. The first byte picks think/response start.
 // Beyond "no crash, no hang", every run checks the event-stream invariants
 // and that a clean parse re-renders (renderAssistantBody) to a parse that is
@@ -28,9 +28,9 @@ using k3::tok::ChatOutputEvent;
 // 32 words, ids 256..287 (bytes 0xD0..0xEF).
 const char* const kWords[32] = {
     "think", "response", "tools", "call", "argument", "json", "message", " tool",
-    " index", " key", " type", "=\"", "\"", "get_weather", "search", "city",
-    "days", "string", "number", "boolean", "null", "object", "array", "1",
-    "2", "&quot;", "&amp;", "[1, 2]", "{\"a\": 1.5}", "\xE4\xBD", "\xF0\x9F", " 3.0"};
+    " index", " key", " type", "=\"", "<|open|>", "get_weather", "search", "city",
+    "days", "string", "number", "boolean", "null", "object", "array", "true",
+    "0.25", "&quot;", "&amp;", "[1, 2]", "{\"a\": 1.5}", "\xE4\xBD", "\xF0\x9F", " 3.0"};
 
 struct Fixture {
   k3::tok::Tokenizer tok;

@@ -84,6 +84,28 @@ def features(req, segs):
     return f
 
 
+def check_assistant_bodies(reqs):
+    """The reference's assistant body (what k3-mini trains the model to write)
+    continues the generation prompt: prompt(history) + body(turn) == the
+    history with that turn rendered and no generation prompt."""
+    checked = 0
+    for req, _ in reqs:
+        msgs = req["messages"]
+        if not msgs or msgs[-1]["role"] != "assistant" or msgs[-1].get("name"):
+            continue
+        thinking, _, _ = xtml_ref.options(req)
+        head = dict(req, messages=msgs[:-1], add_generation_prompt=True)
+        whole = dict(req, add_generation_prompt=False)
+        for k in ("tool_choice", "response_format"):  # one-shot turns come after the history
+            head.pop(k, None)
+            whole.pop(k, None)
+        got = xtml_ref.segments(head, True) + xtml_ref.assistant_body_segments(msgs[-1], thinking)
+        assert got == xtml_ref.segments(whole, True), xtml_ref.segments_text(got)
+        checked += 1
+    assert checked >= 200, checked
+    print("assistant bodies checked: %d" % checked)
+
+
 def main():
     tok = xtml_ref.Tokenizer.from_files(MODEL, CONFIG)
     reqs = xtml_random_requests.requests(N, seed=17)
@@ -110,6 +132,7 @@ def main():
                 print("request %d differs:\n  %s\n  ours: %s\n  ref:  %s\n  ref segments: %s"
                       % (n, line, got, want, xtml_ref.segments_text(segs)), file=sys.stderr)
     print("%d requests, %d differ; element counts: %s" % (N, bad, dict(sorted(seen.items()))))
+    check_assistant_bodies(reqs)
     assert bad == 0, "%d of %d requests differ" % (bad, N)
     required = [
         "tool-declare", "dynamic tools", "thinking-effort", "tool-choice", "response-format", "tag think",

@@ -27,6 +27,15 @@ XtmlIds& callOpen(XtmlIds& b, const std::string& tool = "get_weather", const std
   return b.open("call", {{"tool", tool}, {"index", index}});
 }
 
+// A call of `tool` whose one argument is the offending one; returns its position.
+size_t badArgument(XtmlIds& b, const std::string& tool, const std::string& key, const std::string& type,
+                   const std::string& value) {
+  callOpen(toTools(b), tool);
+  const size_t p = b.size();
+  b.open("argument", {{"key", key}, {"type", type}}).text(value).close("argument");
+  return p;
+}
+
 struct Case {
   const char* name;
   std::function<size_t(XtmlIds&)> build;  // builds the ids; returns the offending token's position
@@ -69,76 +78,31 @@ const std::vector<Case>& cases() {
        },
        "&quot; or &amp;", "\"& b\" in "},
       {"number argument that is not JSON",
-       [](XtmlIds& b) {
-         callOpen(toTools(b), "search");
-         size_t p = b.size();
-         b.open("argument", {{"key", "limit"}, {"type", "number"}}).text("ten").close("argument");
-         return p;
-       },
+       [](XtmlIds& b) { return badArgument(b, "search", "limit", "number", "ten"); },
        "a finite JSON number as the value of argument \"limit\" of \"search\"", "\"ten\" ("},
       {"NaN",
-       [](XtmlIds& b) {
-         callOpen(toTools(b), "search");
-         size_t p = b.size();
-         b.open("argument", {{"key", "limit"}, {"type", "number"}}).text("NaN").close("argument");
-         return p;
-       },
+       [](XtmlIds& b) { return badArgument(b, "search", "limit", "number", "NaN"); },
        "a finite JSON number", "\"NaN\" (not one JSON value)"},
       {"Infinity",
-       [](XtmlIds& b) {
-         callOpen(toTools(b), "search");
-         size_t p = b.size();
-         b.open("argument", {{"key", "limit"}, {"type", "number"}}).text("-Infinity").close("argument");
-         return p;
-       },
+       [](XtmlIds& b) { return badArgument(b, "search", "limit", "number", "-Infinity"); },
        "a finite JSON number", "\"-Infinity\""},
       {"number out of range",
-       [](XtmlIds& b) {
-         callOpen(toTools(b), "search");
-         size_t p = b.size();
-         b.open("argument", {{"key", "limit"}, {"type", "number"}}).text("1e400").close("argument");
-         return p;
-       },
+       [](XtmlIds& b) { return badArgument(b, "search", "limit", "number", "1e400"); },
        "a finite JSON number", "\"1e400\" (out of range)"},
       {"type attribute disagrees with the declared type",
-       [](XtmlIds& b) {
-         callOpen(toTools(b));
-         size_t p = b.size();
-         b.open("argument", {{"key", "city"}, {"type", "number"}}).text("7").close("argument");
-         return p;
-       },
+       [](XtmlIds& b) { return badArgument(b, "get_weather", "city", "number", "7"); },
        "type=\"string\" (declared \"string\" for argument \"city\" of \"get_weather\")", "type=\"number\""},
       {"integer parameter given a fraction",
-       [](XtmlIds& b) {
-         callOpen(toTools(b));
-         size_t p = b.size();
-         b.open("argument", {{"key", "days"}, {"type", "number"}}).text("1.5").close("argument");
-         return p;
-       },
+       [](XtmlIds& b) { return badArgument(b, "get_weather", "days", "number", "1.5"); },
        "a JSON integer as the value of argument \"days\"", "\"1.5\" (a JSON number)"},
       {"value of another JSON type than its type attribute",
-       [](XtmlIds& b) {
-         callOpen(toTools(b), "search");
-         size_t p = b.size();
-         b.open("argument", {{"key", "any"}, {"type", "object"}}).text("[1, 2]").close("argument");
-         return p;
-       },
+       [](XtmlIds& b) { return badArgument(b, "search", "any", "object", "[1, 2]"); },
        "a JSON object as the value of argument \"any\"", "(a JSON array)"},
       {"two JSON values in one argument",
-       [](XtmlIds& b) {
-         callOpen(toTools(b), "search");
-         size_t p = b.size();
-         b.open("argument", {{"key", "tags"}, {"type", "array"}}).text("[1] [2]").close("argument");
-         return p;
-       },
+       [](XtmlIds& b) { return badArgument(b, "search", "tags", "array", "[1] [2]"); },
        "a JSON array", "\"[1] [2]\" ("},
       {"unknown type attribute",
-       [](XtmlIds& b) {
-         callOpen(toTools(b), "search");
-         size_t p = b.size();
-         b.open("argument", {{"key", "any"}, {"type", "int"}}).text("1").close("argument");
-         return p;
-       },
+       [](XtmlIds& b) { return badArgument(b, "search", "any", "int", "1"); },
        "type boolean, null, number, string, object or array", "type=\"int\""},
       {"argument key repeated",
        [](XtmlIds& b) {

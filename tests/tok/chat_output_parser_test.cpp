@@ -172,6 +172,25 @@ TEST(ChatOutputParser, ACallIsEmittedExactlyAtItsClose) {
   EXPECT_EQ(events.back().kind, ChatOutputEvent::Kind::Done);
 }
 
+TEST(ChatOutputParser, AMovedParserFinishesThePendingCall) {
+  const auto& tok = k3test::kimiTokenizer();
+  std::vector<ToolSpec> tools = {{"get_weather", {{"city", "string"}}}};
+  XtmlIds head(tok), tail(tok);
+  head.close("think").open("response").close("response").open("tools").open("call", {{"tool", "get_weather"}, {"index", "1"}});
+  head.open("argument", {{"key", "city"}, {"type", "string"}}).text("Par");
+  tail.text("is").close("argument").close("call").close("tools").end();
+  std::vector<ChatOutputParser> parsers;  // as a server keeps one per choice
+  parsers.emplace_back(tok, std::span<const ToolSpec>(tools), true);
+  std::vector<ChatOutputEvent> events;
+  for (uint32_t id : head.ids) parsers[0].feed(id, events);
+  tools.clear();                                                  // the parser keeps its own copy
+  parsers.emplace_back(tok, std::span<const ToolSpec>(tools), true);  // may move parsers[0]
+  for (uint32_t id : tail.ids) parsers[0].feed(id, events);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].call.arguments, "{\"city\": \"Paris\"}");
+  EXPECT_EQ(events[1].kind, ChatOutputEvent::Kind::Done);
+}
+
 TEST(ChatOutputParser, ARawJsonBlockIsTheArgumentsText) {
   const auto& tok = k3test::kimiTokenizer();
   std::vector<ToolSpec> tools = {{"run", {}}};

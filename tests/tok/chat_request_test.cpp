@@ -148,6 +148,8 @@ TEST(TokChatRequest, ErrorTable) {
       {R"({"messages": [], "thinking": true, "chat_template_kwargs": {"thinking": true}})",
        "chat_template_kwargs.thinking: set both here and as top-level"},
       {R"({"messages": [], "add_generation_prompt": 1})", "add_generation_prompt: expected a boolean, got integer"},
+      {R"({"messages": [], "functions": [{"name": "f"}]})", "functions: the deprecated function-calling fields"},
+      {R"({"messages": [], "continue_final_message": true})", "continue_final_message: not supported"},
   };
   for (const auto& [json, want] : table) {
     try {

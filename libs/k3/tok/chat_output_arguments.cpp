@@ -18,11 +18,8 @@ constexpr std::string_view kTypes[] = {"boolean", "null", "number", "string", "o
 // `integral`: a number without fractional part; `finite`: not out of range
 // (1e400 would come back from json.dumps as Infinity, which is not JSON).
 std::string jsonTypeOf(std::string_view text, bool& integral, bool& finite) {
-  // Read as the one item of an array: json_value at 59a6b27 refuses a bare
-  // top-level number ("trailing content"), and an array item is any value.
-  JsonValue list;
-  if (!tryParseJson("[" + std::string(text) + "]", list) || list.items.size() != 1) return "";
-  const JsonValue& v = list.items[0];
+  JsonValue v;
+  if (!tryParseJson(text, v)) return "";
   integral = v.kind == JsonValue::Kind::Int ||
              (v.kind == JsonValue::Kind::Float && std::isfinite(v.number) && std::floor(v.number) == v.number);
   finite = v.kind != JsonValue::Kind::Float || std::isfinite(v.number);

@@ -78,7 +78,7 @@ void ChatOutputParser::feed(uint32_t id, std::vector<ChatOutputEvent>& events) {
   if (id >= tok_.vocabSize()) return malformed(pos, "a token id below " + std::to_string(tok_.vocabSize()), "id " + std::to_string(id), events);
   if (tok_.isSpecial(id))  // not structure, not text: a model slip, never content
     return malformed(pos, inMarker_ ? "marker text" : expectedHere(), "the special token " + tok_.tokenBytes(id), events);
-  const std::string bytes = tok_.tokenBytes(id);
+  const std::string_view bytes = tok_.vocab().bytes(id);  // a rank: not special, below numBase
   if (inMarker_) {
     markerBytes_ += bytes;
     return;

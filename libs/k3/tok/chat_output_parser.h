@@ -57,9 +57,11 @@ class ChatOutputParser {
   // Throws k3::Error(Missing) when the tokenizer lacks an XTML special.
   ChatOutputParser(const Tokenizer& tok, std::span<const ToolSpec> tools, bool startInThink,
                    std::string callIdPrefix = "call_");
-  // The pending call points into tools_: a copy would point into the source.
+  // The pending call points into tools_: a copy would point into the source,
+  // a move keeps tools_' buffer and so stays valid.
   ChatOutputParser(const ChatOutputParser&) = delete;
   ChatOutputParser& operator=(const ChatOutputParser&) = delete;
+  ChatOutputParser(ChatOutputParser&&) = default;
 
   // Feeds the next generated id; appends the events it completes to `events`.
   void feed(uint32_t id, std::vector<ChatOutputEvent>& events);

@@ -17,6 +17,12 @@ class RequestReader {
   ChatRequest read(const JsonValue& root) {
     if (!root.isObject()) bad("request", std::string("expected an object, got ") + jsonKindName(root.kind));
     ChatRequest req;
+    // Fields that would change the prompt but that K3's format cannot carry.
+    for (const char* unsupported : {"functions", "function_call", "continue_final_message"})
+      if (const JsonValue* v = present(root, unsupported); v && !(v->kind == Kind::Bool && !v->boolean))
+        bad(unsupported, std::string(unsupported) == "continue_final_message"
+                             ? "not supported (the prompt always ends with a new assistant turn or nothing)"
+                             : "the deprecated function-calling fields are not supported (use tools / tool_choice)");
     const JsonValue* messages = root.find("messages");
     if (!messages) bad("messages", "missing (the conversation array is required)");
     expect(*messages, Kind::Array, "messages");

@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 
@@ -70,66 +71,47 @@ JsonValue numberFrom(std::string_view raw) {
   return v;
 }
 
+// The value of a simdjson result, or Bad with simdjson's message.
+template <class T, class Result>
+T take(Result&& result) {
+  T out{};
+  if (auto err = std::forward<Result>(result).get(out)) throw Bad{simdjson::error_message(err)};
+  return out;
+}
+
 JsonValue readValue(od::value val, int depth);
 
 template <class Node>
 JsonValue readNode(Node& node, int depth) {
   if (depth > 200) throw Bad{"nested deeper than 200 levels"};
-  od::json_type type;
-  if (auto err = node.type().get(type)) throw Bad{simdjson::error_message(err)};
   JsonValue v;
-  switch (type) {
-    case od::json_type::object: {
+  switch (take<od::json_type>(node.type())) {
+    case od::json_type::object:
       v.kind = JsonValue::Kind::Object;
-      od::object obj;
-      if (auto err = node.get_object().get(obj)) throw Bad{simdjson::error_message(err)};
-      for (auto field : obj) {
-        std::string_view key;
-        if (auto err = field.unescaped_key().get(key)) throw Bad{simdjson::error_message(err)};
-        std::string k(key);
-        od::value inner;
-        if (auto err = field.value().get(inner)) throw Bad{simdjson::error_message(err)};
-        JsonValue member = readValue(inner, depth + 1);
-        bool replaced = false;
-        for (auto& [ek, ev] : v.members)
-          if (ek == k) {  // dict semantics: first position, last value
-            ev = std::move(member);
-            replaced = true;
-            break;
-          }
-        if (!replaced) v.members.emplace_back(std::move(k), std::move(member));
+      for (auto field : take<od::object>(node.get_object())) {
+        std::string k(take<std::string_view>(field.unescaped_key()));
+        JsonValue member = readValue(take<od::value>(field.value()), depth + 1);
+        auto same = std::find_if(v.members.begin(), v.members.end(), [&](const auto& m) { return m.first == k; });
+        if (same != v.members.end()) same->second = std::move(member);  // dict: first position, last value
+        else v.members.emplace_back(std::move(k), std::move(member));
       }
       return v;
-    }
-    case od::json_type::array: {
+    case od::json_type::array:
       v.kind = JsonValue::Kind::Array;
-      od::array arr;
-      if (auto err = node.get_array().get(arr)) throw Bad{simdjson::error_message(err)};
-      for (auto item : arr) {
-        od::value inner;
-        if (auto err = item.get(inner)) throw Bad{simdjson::error_message(err)};
-        v.items.push_back(readValue(inner, depth + 1));
-      }
+      for (auto item : take<od::array>(node.get_array())) v.items.push_back(readValue(take<od::value>(item), depth + 1));
       return v;
-    }
-    case od::json_type::string: {
+    case od::json_type::string:
       v.kind = JsonValue::Kind::String;
-      std::string_view s;
-      if (auto err = node.get_string().get(s)) throw Bad{simdjson::error_message(err)};
-      v.text = std::string(s);
+      v.text = std::string(take<std::string_view>(node.get_string()));
       return v;
-    }
     case od::json_type::number: return numberFrom(node.raw_json_token());
-    case od::json_type::boolean: {
+    case od::json_type::boolean:
       v.kind = JsonValue::Kind::Bool;
-      if (auto err = node.get_bool().get(v.boolean)) throw Bad{simdjson::error_message(err)};
+      v.boolean = take<bool>(node.get_bool());
       return v;
-    }
-    case od::json_type::null: {
-      bool isNull = false;
-      if (node.is_null().get(isNull) || !isNull) throw Bad{"invalid literal"};
+    case od::json_type::null:
+      if (!take<bool>(node.is_null())) throw Bad{"invalid literal"};
       return v;
-    }
   }
   throw Bad{"unknown JSON type"};
 }
@@ -159,6 +141,13 @@ JsonValue parseOrThrowBad(std::string_view text) {
 }
 
 }  // namespace
+
+JsonValue::JsonValue() = default;
+JsonValue::JsonValue(const JsonValue&) = default;
+JsonValue::JsonValue(JsonValue&&) noexcept = default;
+JsonValue& JsonValue::operator=(const JsonValue&) = default;
+JsonValue& JsonValue::operator=(JsonValue&&) noexcept = default;
+JsonValue::~JsonValue() = default;
 
 const JsonValue* JsonValue::find(std::string_view key) const {
   for (const auto& [k, v] : members)

@@ -26,6 +26,15 @@ struct JsonValue {
   bool isString() const { return kind == Kind::String; }
   bool isNull() const { return kind == Kind::Null; }
   const JsonValue* find(std::string_view key) const;  // Object member or nullptr
+
+  // Defined out of line: clang-14 with libstdc++ 12 (the fuzz build) cannot
+  // define them in-class while `members` holds a pair of this incomplete type.
+  JsonValue();
+  JsonValue(const JsonValue&);
+  JsonValue(JsonValue&&) noexcept;
+  JsonValue& operator=(const JsonValue&);
+  JsonValue& operator=(JsonValue&&) noexcept;
+  ~JsonValue();
 };
 
 // Parses one JSON document (RFC 8259; NaN/Infinity literals are not JSON).

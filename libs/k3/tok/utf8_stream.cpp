@@ -1,5 +1,6 @@
 #include "k3/tok/utf8_stream.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "k3/tok/id_text.h"
@@ -43,6 +44,8 @@ size_t incompleteUtf8Tail(std::string_view s) {
 }
 
 std::string Utf8Holdback::push(std::string_view bytes) {
+  if (tail_.empty() && std::all_of(bytes.begin(), bytes.end(), [](char c) { return static_cast<uint8_t>(c) < 0x80; }))
+    return std::string(bytes);  // the common case, without copies
   tail_.append(bytes);
   const size_t keep = incompleteUtf8Tail(tail_);
   std::string out = toValidUtf8(std::string_view(tail_).substr(0, tail_.size() - keep));
