@@ -4,13 +4,11 @@
 // chat grammar and the server ends the answer after a handful of tokens; with
 // those logits at 0 (below the max of the ordinary ones) greedy never picks
 // one, so an answer runs to max_tokens — long enough to watch it stream and
-// to stop it half-way. Built once under $K3_TEST_TMP (atomic rename).
+// to stop it half-way. Built once under $K3_TEST_TMP by serve_fixture's
+// tinyContainer.
 import fs from "node:fs";
 import path from "node:path";
-import { execFileSync } from "node:child_process";
-import { SOURCE_DIR, BIN_DIR } from "./serve_fixture.mjs";
-
-const TMP = process.env.K3_TEST_TMP ?? "/tmp/k3-serve-tests";
+import { tinyContainer } from "./serve_fixture.mjs";
 
 // Zeroes rows [firstRow, rows) of a BF16 2-D tensor in a safetensors file, in place.
 function zeroRows(file, name, firstRow) {
@@ -32,22 +30,11 @@ function zeroRows(file, name, firstRow) {
 }
 
 export function chattyTinyModel() {
-  const dst = path.join(TMP, "serve", "tiny-b8-no-specials");
-  if (fs.existsSync(path.join(dst, "k3-manifest.json"))) return dst;
-  fs.mkdirSync(path.dirname(dst), { recursive: true });
-  const work = `${dst}.tmp-${process.pid}`;
-  fs.rmSync(work, { recursive: true, force: true });
-  execFileSync("/usr/bin/python3", [path.join(SOURCE_DIR, "scripts/k3_synth.py"), "--preset", "tiny", "--seed", "1",
-    "--out", `${work}/src`], { stdio: "ignore" });
-  const head = "language_model.lm_head.weight";
-  const shard = JSON.parse(fs.readFileSync(`${work}/src/model.safetensors.index.json`, "utf8")).weight_map[head];
-  // Added tokens start right after the ordinary ranks (one line each in tiktoken.model).
-  const ranks = fs.readFileSync(`${work}/src/tiktoken.model`, "utf8").split("\n").filter((l) => l.trim()).length;
-  zeroRows(path.join(work, "src", shard), head, ranks);
-  execFileSync(path.join(BIN_DIR, "k3-repack"), [`${work}/src`, `${work}/c`, "--bits", "8"], { stdio: "ignore" });
-  try {
-    fs.renameSync(`${work}/c`, dst);
-  } catch { /* a concurrent builder won */ }
-  fs.rmSync(work, { recursive: true, force: true });
-  return dst;
+  return tinyContainer("tiny-b8-no-specials", (src) => {
+    const head = "language_model.lm_head.weight";
+    const shard = JSON.parse(fs.readFileSync(`${src}/model.safetensors.index.json`, "utf8")).weight_map[head];
+    // Added tokens start right after the ordinary ranks (one line each in tiktoken.model).
+    const ranks = fs.readFileSync(`${src}/tiktoken.model`, "utf8").split("\n").filter((l) => l.trim()).length;
+    zeroRows(path.join(src, shard), head, ranks);
+  });
 }
