@@ -6,7 +6,9 @@
 import test, { after, before } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { APIError, K3_RUN, modelDir, postJson, startServer, streamChat, tokenize } from "./serve_fixture.mjs";
+import fs from "node:fs";
+import path from "node:path";
+import { APIError, K3_RUN, SOURCE_DIR, modelDir, postJson, startServer, streamChat, tokenize } from "./serve_fixture.mjs";
 
 let srv, client;
 before(async () => {
@@ -28,6 +30,14 @@ async function metric(name) {
   const m = text.match(new RegExp(`^${name} (\\S+)$`, "m"));
   return m ? Number(m[1]) : NaN;
 }
+
+test("GET / serves the page embedded at build time, byte for byte", async () => {
+  const res = await fetch(`${srv.url}/`);
+  assert.equal(res.status, 200);
+  assert.match(res.headers.get("content-type"), /^text\/html/);
+  const page = Buffer.from(await res.arrayBuffer());
+  assert.ok(page.equals(fs.readFileSync(path.join(SOURCE_DIR, "libs/k3/serve/web/index.html"))));
+});
 
 test("health and models.list", async () => {
   assert.equal((await fetch(`${srv.url}/health`)).status, 200);
@@ -147,6 +157,16 @@ test("abort mid-stream stops the generation; the next request is served at once"
     cancelled = await metric("k3_generations_cancelled_total");
   }
   assert.equal(cancelled, before + 1);
+  // A non-stream request whose client goes away is cancelled too (the server polls the socket).
+  const ac2 = new AbortController();
+  setTimeout(() => ac2.abort(), 60);
+  await assert.rejects(client.completions.create({ model: "k3-test", prompt: "Once upon a time", max_tokens: 900,
+    temperature: 0 }, { signal: ac2.signal }));
+  for (let i = 0; i < 40 && cancelled === before + 1; ++i) {
+    await new Promise((res) => setTimeout(res, 50));
+    cancelled = await metric("k3_generations_cancelled_total");
+  }
+  assert.equal(cancelled, before + 2, "the non-stream generation stopped early");
 });
 
 test("completions: prompt text and the same prompt as ids give the same greedy text", async () => {

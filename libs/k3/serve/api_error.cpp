@@ -4,8 +4,27 @@
 
 namespace k3::serve {
 
+namespace {
+// A message quoting client text (a key, a value) stays one line: control
+// characters are shown escaped.
+std::string oneLine(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      static const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[(static_cast<unsigned char>(c) >> 4) & 15];
+      out += hex[c & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+}  // namespace
+
 void invalidRequest(const std::string& param, const std::string& message, const std::string& code) {
-  throw ApiError(400, "invalid_request_error", param, code, message);
+  throw ApiError(400, "invalid_request_error", oneLine(param), code, oneLine(message));
 }
 
 namespace {

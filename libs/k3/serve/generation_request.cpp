@@ -100,17 +100,26 @@ void finish(GenerationParams& p, bool maxGiven, const RequestLimits& limits) {
   if (p.includeUsage && !p.stream) invalidRequest("stream_options", "'stream_options' needs 'stream': true");
 }
 
+// Parses the body and walks its fields: the shared ones into `p`, the rest
+// (null = not given, as the OpenAI SDKs send it) to endpointField(key, value).
+template <typename F>
+void readFields(std::string_view body, const RequestLimits& limits, GenerationParams& p, F endpointField) {
+  simdjson::dom::parser parser;
+  const object root = parseJsonBody(parser, body, limits.jsonDepth);
+  bool maxGiven = false;
+  for (auto [k, v] : root) {
+    const std::string key(k);
+    if (!isNull(v) && !readCommon(key, v, p, limits, maxGiven)) endpointField(key, v);
+  }
+  finish(p, maxGiven, limits);
+}
+
 }  // namespace
 
 ChatCompletionRequest parseChatCompletionRequest(std::string_view body, const RequestLimits& limits) {
-  simdjson::dom::parser parser;
-  const object root = parseJsonBody(parser, body, limits.jsonDepth);
   ChatCompletionRequest r;
-  bool maxGiven = false, sawMessages = false;
-  for (auto [k, v] : root) {
-    const std::string key(k);
-    if (isNull(v)) continue;  // null = not given, as the OpenAI SDKs send it
-    if (readCommon(key, v, r.params, limits, maxGiven)) continue;
+  bool sawMessages = false;
+  readFields(body, limits, r.params, [&](const std::string& key, element v) {
     if (key == "messages" || key == "tools" || key == "tool_choice" || key == "response_format" ||
         key == "chat_template_kwargs" || key == "reasoning_effort" || key == "add_generation_prompt") {
       sawMessages = sawMessages || key == "messages";  // read by the chat-request reader below
@@ -126,7 +135,7 @@ ChatCompletionRequest parseChatCompletionRequest(std::string_view body, const Re
     } else {
       invalidRequest(key, "unknown field '" + key + "'");
     }
-  }
+  });
   if (!sawMessages) invalidRequest("messages", "'messages' is required");
   try {
     r.chat = tok::parseChatRequest(body, "request", {.developerAsSystem = true});
@@ -137,19 +146,13 @@ ChatCompletionRequest parseChatCompletionRequest(std::string_view body, const Re
     invalidRequest(msg.substr(0, msg.find(':')), msg);
   }
   if (r.chat.messages.empty()) invalidRequest("messages", "'messages' must not be empty");
-  finish(r.params, maxGiven, limits);
   return r;
 }
 
 CompletionRequest parseCompletionRequest(std::string_view body, const RequestLimits& limits) {
-  simdjson::dom::parser parser;
-  const object root = parseJsonBody(parser, body, limits.jsonDepth);
   CompletionRequest r;
-  bool maxGiven = false, sawPrompt = false;
-  for (auto [k, v] : root) {
-    const std::string key(k);
-    if (isNull(v)) continue;
-    if (readCommon(key, v, r.params, limits, maxGiven)) continue;
+  bool sawPrompt = false;
+  readFields(body, limits, r.params, [&](const std::string& key, element v) {
     if (key == "prompt") {
       sawPrompt = true;
       std::string_view s;
@@ -176,9 +179,8 @@ CompletionRequest parseCompletionRequest(std::string_view body, const RequestLim
     } else {
       invalidRequest(key, "unknown field '" + key + "'");
     }
-  }
+  });
   if (!sawPrompt) invalidRequest("prompt", "'prompt' is required");
-  finish(r.params, maxGiven, limits);
   return r;
 }
 
