@@ -9,7 +9,9 @@ pkgs=(cmake ninja-build g++ pkg-config ccache
       clang-14 libclang-rt-14-dev python3-numpy python3-regex nodejs npm
       # k3-mini: PyTorch for its model/tests; the text packages its --smoke
       # training reads (fortunes, GCIDE, KJV) and tzdata's city names
-      python3-torch libopenblas0-pthread fortunes-min dict-gcide bible-kjv tzdata)
+      python3-torch libopenblas0-pthread fortunes-min dict-gcide bible-kjv tzdata
+      # the web chat browser test (npm puppeteer-core drives it)
+      chromium)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 # nodejs/npm may come from elsewhere on dev boxes: only require the commands.
@@ -22,6 +24,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
 fi
-if [ -f "$here/node/package.json" ] && [ ! -d "$here/node/node_modules" ]; then
+# Also when package-lock.json changed since the last install (a new package).
+if [ -f "$here/node/package.json" ] && { [ ! -d "$here/node/node_modules" ] ||
+     [ "$here/node/package-lock.json" -nt "$here/node/node_modules/.package-lock.json" ]; }; then
   (cd "$here/node" && npm install --no-audit --no-fund)
 fi

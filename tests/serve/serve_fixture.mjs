@@ -15,16 +15,24 @@ export { OpenAI, APIError };
 // The container under test. k3-mini (a trained model) can replace tiny here.
 export function modelDir() {
   if (process.env.K3_SERVE_MODEL) return process.env.K3_SERVE_MODEL;
-  const dst = path.join(TMP, "serve", "tiny-b8");
+  return tinyContainer("tiny-b8");
+}
+
+// The tiny synthetic snapshot, edited in place by editSnapshot(srcDir) if
+// given, repacked to int8 under TMP/serve/NAME once (concurrent builders: the
+// first rename wins).
+export function tinyContainer(name, editSnapshot = () => {}) {
+  const dst = path.join(TMP, "serve", name);
   if (fs.existsSync(path.join(dst, "k3-manifest.json"))) return dst;
   fs.mkdirSync(path.dirname(dst), { recursive: true });
   const work = `${dst}.tmp-${process.pid}`;
   fs.rmSync(work, { recursive: true, force: true });
   execFileSync("/usr/bin/python3", [path.join(SOURCE_DIR, "scripts/k3_synth.py"), "--preset", "tiny", "--seed", "1",
     "--out", `${work}/src`], { stdio: "inherit" });
+  editSnapshot(`${work}/src`);
   execFileSync(path.join(BIN_DIR, "k3-repack"), [`${work}/src`, `${work}/c`, "--bits", "8"], { stdio: "inherit" });
   try {
-    fs.renameSync(`${work}/c`, dst);  // concurrent builders: the first rename wins
+    fs.renameSync(`${work}/c`, dst);
   } catch {}
   fs.rmSync(work, { recursive: true, force: true });
   return dst;
