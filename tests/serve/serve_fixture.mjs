@@ -38,6 +38,23 @@ export function tinyContainer(name, editSnapshot = () => {}) {
   return dst;
 }
 
+// The trained models/k3-mini, repacked to int8 under TMP/serve once: the
+// model whose chat output really has reasoning, answers and tool calls.
+export function k3MiniContainer() {
+  const dst = path.join(TMP, "serve", "k3-mini-b8");
+  if (fs.existsSync(path.join(dst, "k3-manifest.json"))) return dst;
+  fs.mkdirSync(path.dirname(dst), { recursive: true });
+  const work = `${dst}.tmp-${process.pid}`;
+  fs.rmSync(work, { recursive: true, force: true });
+  execFileSync(path.join(BIN_DIR, "k3-repack"), [path.join(SOURCE_DIR, "models/k3-mini"), work, "--bits", "8"],
+    { stdio: "inherit" });
+  try {
+    fs.renameSync(work, dst);
+  } catch {}
+  fs.rmSync(work, { recursive: true, force: true });
+  return dst;
+}
+
 // Starts `k3-run MODEL --serve --port 0 ...args`; resolves once it prints
 // "listening on http://HOST:PORT". stop() sends SIGTERM and awaits the exit.
 export async function startServer(args = [], { env = {} } = {}) {

@@ -4,25 +4,7 @@
 // grammar within a few tokens, so only a trained one shows these paths whole.
 import test, { after, before } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import fs from "node:fs";
-import path from "node:path";
-import { BIN_DIR, SOURCE_DIR, startServer, streamChat } from "./serve_fixture.mjs";
-
-const TMP = process.env.K3_TEST_TMP ?? "/tmp/k3-serve-tests";
-
-function k3MiniContainer() {
-  const dst = path.join(TMP, "serve", "k3-mini-b8");
-  if (fs.existsSync(path.join(dst, "k3-manifest.json"))) return dst;
-  const work = `${dst}.tmp-${process.pid}`;
-  fs.rmSync(work, { recursive: true, force: true });
-  fs.mkdirSync(path.dirname(dst), { recursive: true });
-  execFileSync(path.join(BIN_DIR, "k3-repack"), [path.join(SOURCE_DIR, "models/k3-mini"), work, "--bits", "8"],
-    { stdio: "inherit" });
-  try { fs.renameSync(work, dst); } catch {}  // a concurrent builder's rename won
-  fs.rmSync(work, { recursive: true, force: true });
-  return dst;
-}
+import { k3MiniContainer, startServer, streamChat } from "./serve_fixture.mjs";
 
 const TOOLS = [{ type: "function", function: {
   name: "get_weather", description: "Get the current weather for a city.",
