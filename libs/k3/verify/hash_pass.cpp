@@ -22,6 +22,7 @@
 #include "k3/format/tensor_inventory.h"
 #include "k3/io/error.h"
 #include "k3/io/file_io.h"
+#include "k3/io/input_file.h"
 #include "k3/io/thread_pool.h"
 
 namespace fs = std::filesystem;
@@ -176,8 +177,13 @@ uint64_t hashContainer(const ContainerFacts& facts, const HashOptions& opts, Ver
   // The copied extra files are small: hash them inline.
   for (const auto& f : facts.manifest->files) {
     const std::string path = (fs::path(facts.dir) / f.file).string();
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (fd.fd < 0) continue;  // reported by the fast pass
+    InputFile in;
+    try {
+      in = openContainedFile(facts.dir, f.file, kHashedInput);
+    } catch (const Error&) {
+      continue;  // reported by the fast pass
+    }
+    const UniqueFd& fd = in.fd;
     Sha256 h;
     std::vector<uint8_t> buf(1 << 16);
     uint64_t off = 0;
@@ -243,20 +249,27 @@ uint64_t hashSource(const std::string& srcDir, const ContainerFacts& facts, cons
   for (const auto& s : facts.manifest->shards) {
     if (s.sourceFile.empty()) continue;
     const std::string path = (fs::path(srcDir) / s.sourceFile).string();
-    std::error_code sec;
-    const uint64_t size = fs::file_size(path, sec);
-    if (sec) {
-      report.add(ProblemKind::Source, s.file, "", cat("source shard ", s.sourceFile, " is missing"));
+    // A source snapshot may be an HF cache of symlinks into blobs/: the name
+    // must stay inside SRC, its target need only be a regular file.
+    InputFile in;
+    try {
+      if (!isConfinedName(s.sourceFile)) fail(ErrorKind::Format, path, ": not a file name inside ", srcDir);
+      in = openInputFile(path, kShardInput, true);
+    } catch (const Error& e) {
+      report.add(ProblemKind::Source, s.file, "",
+                 e.kind() == ErrorKind::Missing ? cat("source shard ", s.sourceFile, " is missing")
+                                                : cat("source shard ", s.sourceFile, ": ", e.what()));
       continue;
     }
+    const uint64_t size = in.size;
     if (size != s.sourceSize) {
       report.add(ProblemKind::Source, s.file, "",
                  cat("source shard ", s.sourceFile, " is ", size, " bytes, manifest says ", s.sourceSize));
       continue;
     }
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    const UniqueFd& fd = in.fd;
     uint8_t len[8];
-    if (fd.fd < 0 || size < 8 || preadFull(fd.fd, len, 8, 0, path) != 8) continue;  // reported below
+    if (size < 8 || preadFull(fd.fd, len, 8, 0, path) != 8) continue;  // reported below
     uint64_t n = 0;
     for (int i = 7; i >= 0; --i) n = (n << 8) | len[i];
     if (n > size - 8) continue;
@@ -320,9 +333,16 @@ uint64_t hashSource(const std::string& srcDir, const ContainerFacts& facts, cons
     std::vector<Problem> found;
     const std::string& file = files[jobs[runs[r].front()].shard];
     const std::string& path = paths[jobs[runs[r].front()].shard];
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (fd.fd < 0) {
-      found.push_back({ProblemKind::Unreadable, file, "", -1, -1, cat("cannot open source shard: ", std::strerror(errno))});
+    InputFile in;
+    std::string openError;
+    try {
+      in = openInputFile(path, kShardInput);
+    } catch (const Error& e) {
+      openError = e.what();
+    }
+    const UniqueFd& fd = in.fd;
+    if (!openError.empty()) {
+      found.push_back({ProblemKind::Unreadable, file, "", -1, -1, cat("cannot open source shard: ", openError)});
     } else {
       for (size_t j : runs[r]) {
         const SourceJob& job = jobs[j];
