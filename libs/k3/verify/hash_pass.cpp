@@ -1,6 +1,7 @@
 #include "k3/verify/hash_pass.h"
 
 #include "k3/verify/block_reader.h"
+#include "k3/verify/job_runner.h"
 #include "k3/verify/sha256_ni.h"
 
 #include <fcntl.h>
@@ -29,25 +30,6 @@ namespace fs = std::filesystem;
 
 namespace k3::verify {
 namespace {
-
-size_t threadCount(const HashOptions& opts, size_t jobs) {
-  size_t t = opts.threads ? opts.threads : std::max<size_t>(1, std::thread::hardware_concurrency());
-  return std::max<size_t>(1, std::min(t, jobs));
-}
-
-// Runs job(i, buffer) for i in [0, n) over the pool, biggest jobs first.
-template <typename Job>
-void runJobs(const std::vector<uint64_t>& weights, const HashOptions& opts, Job&& job) {
-  std::vector<size_t> order(weights.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return weights[a] > weights[b]; });
-  std::atomic<size_t> next{0};
-  ThreadPool pool(threadCount(opts, order.size()));
-  pool.run([&](size_t, size_t) {
-    ReadBuffers buffers(opts.blockBytes, 3);
-    for (size_t k; (k = next.fetch_add(1)) < order.size();) job(order[k], buffers);
-  });
-}
 
 // SHA-256 over SHA-NI when present (paired with the shard digest), else OpenSSL.
 class Digest {
@@ -209,11 +191,6 @@ uint64_t sourceHashBytes(const ContainerFacts& facts) {
 
 namespace {
 
-struct SourceTensor {
-  size_t shard;
-  uint64_t begin, end;  // absolute
-};
-
 struct SourceJob {
   const ManifestExpertFact* fact;
   size_t shard = 0;
@@ -223,28 +200,11 @@ struct SourceJob {
 
 }  // namespace
 
-uint64_t hashSource(const std::string& srcDir, const ContainerFacts& facts, const HashOptions& opts,
-                    VerifyReport& report) {
+uint64_t hashSource(const std::string& srcDir, const SourceIndex& source, const ContainerFacts& facts,
+                    const HashOptions& opts, VerifyReport& report) {
   if (!facts.manifest) return 0;
-  std::error_code ec;
-  if (!fs::is_directory(srcDir, ec)) fail(ErrorKind::Io, srcDir, ": source is not a readable directory");
-  // Every source shard header; names resolve through the headers themselves.
-  std::vector<std::string> paths;
-  for (const auto& entry : fs::directory_iterator(srcDir, ec))
-    if (entry.path().extension() == ".safetensors") paths.push_back(entry.path().string());
-  std::sort(paths.begin(), paths.end());
-  std::vector<std::string> files;
-  std::unordered_map<std::string, SourceTensor> where;
-  for (size_t i = 0; i < paths.size(); ++i) {
-    files.push_back(fs::path(paths[i]).filename().string());
-    try {
-      auto f = SafetensorsFile::open(paths[i], SafetensorsFile::Access::HeaderOnly);
-      for (const auto& t : f.tensors())
-        where.emplace(t.name, SourceTensor{i, f.dataOffset() + t.begin, f.dataOffset() + t.end});
-    } catch (const Error& e) {
-      report.add(ProblemKind::Source, files.back(), "", cat("source shard unusable: ", e.what()));
-    }
-  }
+  const std::vector<std::string>& paths = source.paths;
+  const std::vector<std::string>& files = source.files;
   // Each source shard is still the one the container was made from (size, header bytes).
   for (const auto& s : facts.manifest->shards) {
     if (s.sourceFile.empty()) continue;
@@ -287,17 +247,14 @@ uint64_t hashSource(const std::string& srcDir, const ContainerFacts& facts, cons
     bool ok = true;
     for (int p = 0; p < kExpertParts && ok; ++p) {
       const auto part = static_cast<ExpertPart>(p);
-      auto it = where.find(expertTensorName(facts.prefix, m.layer, m.id, part));
-      if (it == where.end()) it = where.find(expertTensorName(
-                                   facts.prefix.empty() ? std::string(kLanguageModelPrefix) : "",
-                                   m.layer, m.id, part));
-      if (it == where.end()) {
+      const SourceTensor* found = source.find(expertTensorName(facts.prefix, m.layer, m.id, part), facts.prefix);
+      if (!found) {
         report.add(ProblemKind::Source, "", expertTensorName(facts.prefix, m.layer, m.id, part),
                    "expert tensor not found in the source snapshot", m.layer, m.id);
         ok = false;
         break;
       }
-      const SourceTensor& st = it->second;
+      const SourceTensor& st = *found;
       if (p > 0 && st.shard != job.shard) {
         report.add(ProblemKind::Source, files[st.shard], "", "expert split across source shards", m.layer, m.id);
         ok = false;
