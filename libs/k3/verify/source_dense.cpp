@@ -98,7 +98,8 @@ class DenseComparer {
     const bool int4 = job_.stored == Stored::Int4;
     const size_t cols = static_cast<size_t>(job_.cols), rows = static_cast<size_t>(job_.rows);
     const size_t qRow = int4 ? cols / 2 : cols, sRow = int4 ? cols / 64 : 1;
-    const size_t block = std::max<size_t>(1, buffers_.blockBytes() / (cols * 2));
+    // Row blocks of about one read buffer, no larger than the tensor (buffers are per tensor).
+    const size_t block = std::min(rows, std::max<size_t>(1, buffers_.blockBytes() / (cols * 2)));
     std::vector<uint16_t> bf16(block * cols);
     std::vector<float> f32(block * cols), scales(block * sRow), haveScales(block * sRow);
     std::vector<uint8_t> q(block * qRow), have(block * qRow);
