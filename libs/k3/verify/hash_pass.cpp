@@ -73,7 +73,7 @@ uint64_t containerHashBytes(const ContainerFacts& facts) {
   uint64_t total = 0;
   for (const auto& s : facts.shards)
     for (const auto& m : facts.manifest->shards)
-      if (m.file == s.file) total += s.size;
+      if (m.file == s.file && s.regular) total += s.size;
   return total;
 }
 
@@ -82,6 +82,7 @@ uint64_t hashContainer(const ContainerFacts& facts, const HashOptions& opts, Ver
   std::vector<ShardJob> jobs;
   std::vector<uint64_t> weights;
   for (const auto& s : facts.shards) {
+    if (!s.regular) continue;  // reported by the fast pass; reading a FIFO would block
     ShardJob job;
     job.shard = &s;
     for (const auto& m : facts.manifest->shards)
