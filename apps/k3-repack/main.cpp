@@ -12,6 +12,7 @@
 #include "k3/convert/repacker.h"
 #include "k3/io/json_text.h"
 #include "k3/io/error.h"
+#include "k3/io/thread_pool.h"
 
 int main(int argc, char** argv) {
   // Writes past RLIMIT_FSIZE must fail with EFBIG (reported as NoSpace), not kill us.
@@ -19,7 +20,7 @@ int main(int argc, char** argv) {
 
   k3::convert::RepackOptions opt;
   std::string shards;
-  size_t threads = 0;
+  long long threads = 0;  // signed: -1 must be refused, not read as 2^64-1
   bool json = false;
   CLI::App app{"k3-repack: convert a Kimi K3 HF snapshot into a k3kit container (resumable)"};
   app.set_version_flag("--version", std::string("k3-repack ") + K3KIT_VERSION);
@@ -33,9 +34,11 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({4, 8, 16}));
   app.add_option("--shards", shards,
                  "convert only these source shards (e.g. 1-40,45); finalize later with --finalize");
-  app.add_option("--threads", threads, "quantization threads (default: all cores)");
+  CLI::Option* threadsOpt = app.add_option("--threads", threads, "quantization threads (default: all cores)");
   app.add_flag("--json", json, "print a machine-readable summary on stdout");
   app.add_flag("--dry-run", opt.dryRun, "check the source and show the plan; write nothing");
+  app.add_flag("--drop-unknown", opt.dropUnknown,
+               "leave out text tensors config.json does not imply (default: refuse the source)");
   app.add_flag("--finalize", opt.finalizeOnly,
                "only merge: copy files, rebuild the index, write k3-manifest.json");
   try {
@@ -47,7 +50,6 @@ int main(int argc, char** argv) {
 
   const bool tty = k3::convert::stderrIsTerminal();
   opt.progress = tty && !opt.dryRun;
-  opt.converter.threads = threads ? threads : std::max(1u, std::thread::hardware_concurrency());
   // Crash tests: SIGKILL ourselves at the N-th converter event (source read,
   // quantized block, shard published, fragment written, finalize step).
   if (const char* k = std::getenv("K3_REPACK_TEST_KILL_AFTER")) {
@@ -58,6 +60,8 @@ int main(int argc, char** argv) {
   }
   if (tty) opt.log = [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); };
   try {
+    opt.converter.threads = threadsOpt->count() ? k3::checkThreadCount(threads)
+                                                : std::max(1u, std::thread::hardware_concurrency());
     if (!shards.empty()) opt.shards = k3::convert::parseShardList(shards);
     if (opt.finalizeOnly && !opt.shards.empty())
       k3::fail(k3::ErrorKind::Usage, "--finalize and --shards are exclusive");

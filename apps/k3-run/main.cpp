@@ -264,7 +264,7 @@ int runMain(const Args& a) {
   // Evaluation modes: teacher-forced ids or a perplexity text.
   if (!forced.empty()) {
     std::unique_ptr<LogitsWriter> out;
-    if (!a.logitsOut.empty()) out = std::make_unique<LogitsWriter>(a.logitsOut);
+    if (!a.logitsOut.empty()) out = std::make_unique<LogitsWriter>(a.logitsOut, weights->inputFiles());
     EvalResult r = teacherForce(session, forced, out.get(), !a.perplexity.empty());
     if (out) out->close();
     std::string extra = cat(",\"positions\":", r.positions) + jsonIds("argmax", r.argmax);

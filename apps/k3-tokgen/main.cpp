@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "k3/io/error.h"
+#include "k3/io/output_file.h"
 #include "k3/tok/hf_tokenizer_json.h"
 #include "k3/tok/tokenizer.h"
 #include "k3/io/json_text.h"
@@ -50,22 +51,26 @@ std::string readAll(std::istream& in) {
   return ss.str();
 }
 
-void writeAtomically(const std::string& path, const std::string& bytes) {
+// The files SOURCE names: -o must not replace one of them.
+std::vector<k3::FileId> sourceFiles(const std::vector<std::string>& source) {
+  std::vector<std::string> paths = source;
+  if (source.size() == 1 && fs::is_directory(source[0]))
+    paths = {source[0] + "/tiktoken.model", source[0] + "/tokenizer_config.json"};
+  std::vector<k3::FileId> ids;
+  for (const auto& p : paths)
+    if (k3::FileId id = k3::fileIdOf(p); id.ino != 0) ids.push_back(id);
+  return ids;
+}
+
+// Temp + fsync + rename (k3::AtomicOutput): never over an input or a special file.
+void writeAtomically(const std::string& path, const std::string& bytes, const std::vector<k3::FileId>& inputs) {
   if (path == "-") {
     std::fwrite(bytes.data(), 1, bytes.size(), stdout);
     return;
   }
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) k3::fail(k3::ErrorKind::Io, tmp, ": cannot create");
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    if (!out) k3::fail(k3::ErrorKind::Io, tmp, ": write failed");
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) k3::fail(k3::ErrorKind::Io, path, ": rename failed: ", ec.message());
+  k3::AtomicOutput out(path, inputs);
+  out.write(bytes);
+  out.commit();
 }
 
 }  // namespace
@@ -289,7 +294,7 @@ int main(int argc, char** argv) {
       std::string path = output.empty() ? defaultOutput(source) : output;
       k3::tok::HfJsonStats stats;
       std::string text = k3::tok::buildHfTokenizerJson(tok, &stats);
-      writeAtomically(path, text);
+      writeAtomically(path, text, sourceFiles(source));
       if (path != "-") {
         if (json) {
           std::cout << "{\"output\": \"" << path << "\", \"bytes\": " << text.size() << ", \"vocab\": " << stats.vocab

@@ -14,6 +14,7 @@
 
 #include "k3/io/json_text.h"
 #include "k3/io/error.h"
+#include "k3/io/thread_pool.h"
 #include "k3/verify/verifier.h"
 
 namespace {
@@ -65,11 +66,11 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("k3-verify ") + K3KIT_VERSION);
   std::string dst, source;
   bool full = false, json = false;
-  size_t threads = 0;
+  long long threads = 0;  // signed: -1 must be refused, not read as 2^64-1
   app.add_option("DST", dst, "container directory written by k3-repack")->required();
   app.add_flag("--full", full, "re-read every byte: SHA-256 of each expert and shard vs the manifest");
   app.add_option("--source", source, "also hash the source snapshot's expert bytes against the manifest");
-  app.add_option("--threads", threads, "hashing threads (default: all cores)");
+  CLI::Option* threadsOpt = app.add_option("--threads", threads, "hashing threads (default: all cores)");
   app.add_flag("--json", json, "print a machine-readable report on stdout");
   std::string io = "auto";
   app.add_option("--io", io, "--full reads: direct (O_DIRECT), buffered, or auto (direct unless cached)")
@@ -84,7 +85,6 @@ int main(int argc, char** argv) {
   k3::verify::VerifyOptions opts;
   opts.full = full;
   opts.source = source;
-  opts.threads = threads;
   opts.io = io == "direct" ? k3::verify::IoMode::Direct
             : io == "buffered" ? k3::verify::IoMode::Buffered
                                : k3::verify::IoMode::Auto;
@@ -92,6 +92,7 @@ int main(int argc, char** argv) {
   const bool hashing = full || !source.empty();
   if (hashing && ::isatty(STDERR_FILENO)) opts.progress = &progress;
   try {
+    if (threadsOpt->count()) opts.threads = k3::checkThreadCount(threads);
     k3::verify::VerifyReport report;
     {
       std::optional<ProgressBar> bar;

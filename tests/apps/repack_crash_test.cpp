@@ -18,7 +18,11 @@ namespace {
 using namespace k3test::container;
 namespace fs = std::filesystem;
 
-bool isTemp(const std::string& rel) { return rel.find(".tmp") != std::string::npos; }
+// Temp files, and the DST lock a killed run leaves (the next run takes it over
+// and removes it when done).
+bool isLeftover(const std::string& rel) {
+  return rel.find(".tmp") != std::string::npos || rel == ".k3-repack.lock";
+}
 
 // After an interrupted run: every file under a final name equals the
 // reference's, the manifest (written last) is absent or final, and the
@@ -27,7 +31,7 @@ void expectNothingBroken(const std::string& dst, const std::map<std::string, std
                          const std::string& when) {
   if (!fs::exists(dst)) return;
   for (const auto& [rel, bytes] : snapshotDir(dst)) {
-    if (isTemp(rel)) continue;
+    if (isLeftover(rel)) continue;
     if (rel == "model.safetensors.index.json") {
       k3::SnapshotIndex idx;
       ASSERT_NO_THROW(idx = k3::SnapshotIndex::parse(bytes, rel)) << when;
@@ -100,7 +104,7 @@ TEST(RepackCrash, DiskFullGivesClearErrorKeepsCompleteShardsAndRerunFinishes) {
     if (limit >= (rlim_t{280} << 10)) {
       int kept = 0;
       for (const auto& e : fs::directory_iterator(dst))
-        kept += e.path().extension() == ".safetensors" && !isTemp(e.path().filename().string());
+        kept += e.path().extension() == ".safetensors" && !isLeftover(e.path().filename().string());
       EXPECT_GE(kept, 1) << "no completed shard kept at limit " << limit;
     }
     k3test::RunResult again = runWith(repackArgs(src, dst), {});
@@ -139,7 +143,7 @@ TEST(RepackCrash, DiskFullOnASmallFilesystemThenSpaceFreed) {
   ASSERT_EQ(again.exitCode, 0) << again.err;
   EXPECT_TRUE(snapshotDir(dst) == ref);
   for (const auto& [rel, bytes] : kept)
-    if (!isTemp(rel) && rel != "model.safetensors.index.json") {
+    if (!isLeftover(rel) && rel != "model.safetensors.index.json") {
       EXPECT_TRUE(ref.at(rel) == bytes) << rel;
     }
 }
@@ -180,7 +184,7 @@ TEST(RepackCrash, SourceChangedUnderResumedRunIsRefused) {
     // Nothing that was complete is touched (temp files aside).
     auto after = snapshotDir(dst);
     for (const auto& [rel, bytes] : before)
-      if (!isTemp(rel) && rel != "model.safetensors.index.json") {
+      if (!isLeftover(rel) && rel != "model.safetensors.index.json") {
         ASSERT_TRUE(after.count(rel)) << how << ": " << rel << " removed";
         EXPECT_TRUE(after[rel] == bytes) << how << ": " << rel << " changed";
       }

@@ -1,11 +1,16 @@
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
+#include <string>
 #include <chrono>
 #include <numeric>
 #include <thread>
 #include <vector>
 
+#include "k3/io/error.h"
 #include "k3/io/thread_pool.h"
 
 TEST(ThreadPool, ParallelForCoversEveryIndexOnce) {
@@ -80,5 +85,50 @@ TEST(ThreadPool, ForEachCoversEveryIndexOnceAndRunsOneItemInline) {
     std::thread::id ran;
     pool.forEach(1, [&](size_t) { ran = std::this_thread::get_id(); });
     EXPECT_EQ(ran, std::this_thread::get_id());
+  }
+}
+
+// A thread that cannot start (here: the address space is full, so no stack)
+// must not std::terminate with the started workers unjoined: the pool joins
+// them and throws a clean k3::Error. Run in a child so the limit stays there.
+#if !defined(__SANITIZE_ADDRESS__)  // ASan reserves terabytes of address space
+TEST(ThreadPoolCreation, FailingThreadJoinsTheStartedOnesAndThrows) {
+  EXPECT_EXIT(
+      {
+        struct rlimit rl {};
+        ::getrlimit(RLIMIT_AS, &rl);
+        // Room for a few 8 MiB stacks beyond what is mapped now, not for 200.
+        FILE* f = std::fopen("/proc/self/statm", "r");
+        unsigned long pages = 0;
+        if (!f || std::fscanf(f, "%lu", &pages) != 1) std::_Exit(3);
+        std::fclose(f);
+        rl.rlim_cur = pages * static_cast<unsigned long>(::sysconf(_SC_PAGESIZE)) + (64ul << 20);
+        ::setrlimit(RLIMIT_AS, &rl);
+        try {
+          k3::ThreadPool pool(200);
+          std::_Exit(4);  // all 200 started: the limit did not bite
+        } catch (const k3::Error& e) {
+          const std::string what = e.what();
+          std::_Exit(what.find("cannot start thread") != std::string::npos ? 0 : 5);
+        }
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+#endif
+
+TEST(ThreadPoolCreation, ThreadCountIsCheckedAgainstTheMachine) {
+  const size_t most = k3::maxThreadCount();
+  EXPECT_GE(most, 1u);
+  EXPECT_LE(most, k3::kThreadCountCeiling);
+  EXPECT_EQ(k3::checkThreadCount(1), 1u);
+  EXPECT_EQ(k3::checkThreadCount(static_cast<long long>(most)), most);
+  for (long long bad : {0LL, -1LL, -100000LL, static_cast<long long>(most) + 1, 100000LL, 1LL << 40}) {
+    try {
+      (void)k3::checkThreadCount(bad);
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const k3::Error& e) {
+      EXPECT_EQ(e.kind(), k3::ErrorKind::Usage);
+      EXPECT_NE(std::string(e.what()).find("--threads " + std::to_string(bad)), std::string::npos) << e.what();
+    }
   }
 }

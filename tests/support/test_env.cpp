@@ -74,6 +74,10 @@ RunResult run(const std::vector<std::string>& argv, const RunOptions& opts) {
     int e = ::open(errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ::dup2(o, 1);
     ::dup2(e, 2);
+    if (!opts.stdinPath.empty()) {
+      const int i = ::open(opts.stdinPath.c_str(), O_RDONLY);
+      if (i >= 0) ::dup2(i, 0);
+    }
     if (opts.fileSizeLimit) {
       const struct rlimit rl{static_cast<rlim_t>(opts.fileSizeLimit), static_cast<rlim_t>(opts.fileSizeLimit)};
       ::setrlimit(RLIMIT_FSIZE, &rl);
@@ -90,8 +94,23 @@ RunResult run(const std::vector<std::string>& argv, const RunOptions& opts) {
     ::kill(pid, SIGKILL);
   }
   int status = 0;
-  ::waitpid(pid, &status, 0);
   RunResult r;
+  struct rusage ru {};
+  if (opts.timeoutMs >= 0) {
+    for (int waited = 0;; waited += 5) {
+      if (::wait4(pid, &status, WNOHANG, &ru) == pid) break;
+      if (waited >= opts.timeoutMs) {
+        ::kill(pid, SIGKILL);
+        ::wait4(pid, &status, 0, &ru);
+        r.timedOut = true;
+        break;
+      }
+      ::usleep(5000);
+    }
+  } else {
+    ::wait4(pid, &status, 0, &ru);
+  }
+  r.maxRssKb = ru.ru_maxrss;
   if (WIFEXITED(status)) r.exitCode = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
   int fo = ::open(outPath.c_str(), O_RDONLY), fe = ::open(errPath.c_str(), O_RDONLY);

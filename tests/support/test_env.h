@@ -25,6 +25,8 @@ struct RunResult {
   int signal = 0;
   std::string out;    // stdout
   std::string err;    // stderr
+  bool timedOut = false;  // killed by RunOptions::timeoutMs
+  long maxRssKb = 0;      // the child's peak RSS (wait4)
 };
 // How a child is run: extra environment ("NAME=value"), a file-size limit
 // (RLIMIT_FSIZE, bytes; 0 = none) and a SIGKILL after a delay (ms; < 0 = never).
@@ -32,6 +34,8 @@ struct RunOptions {
   std::vector<std::string> env;
   uint64_t fileSizeLimit = 0;
   int killAfterMs = -1;
+  int timeoutMs = -1;     // SIGKILL if still running after this (a hang); < 0 = wait forever
+  std::string stdinPath;  // the child's stdin ("" = inherited)
 };
 // Runs argv[0] (a path) with the arguments; no shell involved.
 RunResult run(const std::vector<std::string>& argv, const RunOptions& opts = {});

@@ -12,6 +12,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "k3/convert/dst_lock.h"
 #include "k3/format/durable_file.h"
 #include "k3/format/expert_manifest.h"
 #include "k3/io/json_text.h"
@@ -19,6 +20,10 @@
 #include "k3/format/snapshot.h"
 #include "k3/format/tensor_inventory.h"
 #include "k3/io/error.h"
+#include "k3/io/file_io.h"
+#include "k3/io/input_file.h"
+#include "k3/tok/added_tokens.h"
+#include "k3/tok/vocab.h"
 
 #ifndef K3KIT_VERSION
 #define K3KIT_VERSION "0.0.0"
@@ -28,9 +33,16 @@ namespace k3::convert {
 namespace {
 
 // Extra files copied from the source when present (issue 2: tiktoken.model
-// and tokenizer_config.json too, unlike the peer).
-constexpr const char* kExtraFiles[] = {"config.json", "generation_config.json", "tiktoken.model",
-                                       "tokenizer.json", "tokenizer_config.json"};
+// and tokenizer_config.json too, unlike the peer), each with its size cap.
+struct ExtraFile {
+  const char* name;
+  const InputCap& cap;
+};
+constexpr ExtraFile kExtraFiles[] = {{"config.json", kConfigInput},
+                                     {"generation_config.json", kConfigInput},
+                                     {"tiktoken.model", kTokenizerModelInput},
+                                     {"tokenizer.json", kTokenizerConfigInput},
+                                     {"tokenizer_config.json", kTokenizerConfigInput}};
 
 bool exists(const std::string& p) {
   struct stat st {};
@@ -114,11 +126,9 @@ bool shardDone(const ShardPlan& plan, const ExpertManifest& run, const std::stri
   if (!exists(shard) || fileSize(shard) != plan.fileSize || s.size != plan.fileSize) return false;
   // Cheap content check: the header bytes must be the planned ones.
   std::string head(plan.header.size(), '\0');
-  FILE* f = std::fopen(shard.c_str(), "rb");
-  if (!f) return false;
-  const size_t got = std::fread(head.data(), 1, head.size(), f);
-  std::fclose(f);
-  if (got != head.size() || head != plan.header) return false;
+  const InputFile f = openInputFile(shard, kShardInput);  // a FIFO under the name is refused, not read
+  if (preadFull(f.fd.fd, head.data(), head.size(), 0, shard) != head.size() || head != plan.header)
+    return false;
   if (out) *out = s;
   return true;
 }
@@ -186,10 +196,11 @@ void finalize(const Snapshot& snap, const BitSettings& bits, const ExpertManifes
   }
   std::sort(m.shards.begin(), m.shards.end(),
             [](const ManifestShard& a, const ManifestShard& b) { return a.file < b.file; });
-  for (const char* name : kExtraFiles) {
+  for (const ExtraFile& extra : kExtraFiles) {
+    const char* name = extra.name;
     const std::string from = snap.dir() + "/" + name;
     if (!exists(from)) continue;
-    const std::string bytes = readWholeFile(from);
+    const std::string bytes = readInputFile(from, extra.cap);
     writeFileAtomic(dst + "/" + name, bytes);
     tick();
     m.files.push_back({name, bytes.size(), Sha256::hexOf(bytes.data(), bytes.size())});
@@ -201,6 +212,18 @@ void finalize(const Snapshot& snap, const BitSettings& bits, const ExpertManifes
   removeStaleTemps(dst);
   removeStaleTemps(partsDir(dst));
   m.save(dst + "/" + ExpertManifest::kFileName);  // last: its presence means complete
+}
+
+// The tokenizer files are copied into the container as they are, so they are
+// checked as k3-tokgen and k3-run will read them: a tiktoken.model with a
+// repeated rank or token, or a broken tokenizer_config.json, is refused now.
+void validateTokenizerFiles(const Snapshot& snap) {
+  const std::string model = snap.dir() + "/tiktoken.model";
+  const std::string config = snap.dir() + "/tokenizer_config.json";
+  if (!exists(model)) return;
+  const tok::Vocab vocab = tok::Vocab::parse(readInputFile(model, kTokenizerModelInput), model);
+  if (exists(config))
+    (void)tok::AddedTokens::fromConfigText(readInputFile(config, kTokenizerConfigInput), vocab.size(), config);
 }
 
 uint64_t peakRssBytes() {
@@ -254,7 +277,12 @@ RepackSummary repack(const RepackOptions& opt) {
   if (exists(opt.dst) && realPath(opt.src) == realPath(opt.dst))
     fail(ErrorKind::Usage, opt.dst, ": DST must differ from SRC");
 
-  const Snapshot snap = Snapshot::open(opt.src);
+  SnapshotOptions so;
+  so.dropUnknown = opt.dropUnknown;
+  const Snapshot snap = Snapshot::open(opt.src, so);
+  validateTokenizerFiles(snap);
+  if (snap.droppedTensors())
+    log(cat("k3-repack: --drop-unknown: leaving out ", snap.droppedTensors(), " tensors config.json does not imply"));
   const ExpertManifest run = runIdentity(snap, sum.bits);
   // Plans are rebuilt on demand (cheap) so that only one is held at a time.
   const std::vector<const SourceShard*> text = snap.textShards();
@@ -296,6 +324,10 @@ RepackSummary repack(const RepackOptions& opt) {
   }
 
   makeDir(opt.dst);
+  // One writer per DST from here on: a second one fails now, naming this PID.
+  const DstLock lock(opt.dst);
+  if (lock.previousHolder() > 0)
+    log(cat("k3-repack: taking over the lock of PID ", lock.previousHolder(), " (no longer running)"));
   makeDir(partsDir(opt.dst));
   ProgressMeter progress(total, opt.progress);
   if (!todo.empty()) {

@@ -25,6 +25,7 @@ struct RepackOptions {
   std::vector<int> shards;  // source shard numbers; empty = all (and finalize)
   bool finalizeOnly = false;
   bool dryRun = false;
+  bool dropUnknown = false;  // leave out text tensors config.json does not imply (else refused)
   bool progress = false;     // draw the bar (the CLI passes isatty(stderr))
   ConverterOptions converter;
   std::function<void(const std::string&)> log;  // human messages (may be empty)

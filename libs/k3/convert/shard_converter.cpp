@@ -6,10 +6,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
+#include "k3/convert/finite_scan.h"
 #include "k3/format/sha256.h"
 #include "k3/io/error.h"
 #include "k3/io/file_io.h"
+#include "k3/io/input_file.h"
 #include "k3/quant/bf16.h"
 #include "k3/quant/quantize.h"
 #include "k3/verify/sha256_ni.h"
@@ -119,8 +122,8 @@ ShardConverter::~ShardConverter() = default;
 ManifestShard ShardConverter::convert(const ShardPlan& plan, const std::string& dstDir,
                                       ProgressMeter& progress) {
   const SourceShard& src = *plan.source;
-  UniqueFd in(::open(src.path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (in.fd < 0) failErrno(errno, src.path, "cannot open");
+  const InputFile source = openInputFile(src.path, kShardInput);
+  const UniqueFd& in = source.fd;
   ::posix_fadvise(in.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 
   ShardHasher hasher(plan.experts);
@@ -141,6 +144,26 @@ ManifestShard ShardConverter::convert(const ShardPlan& plan, const std::string& 
   size_t advised = 0;       // steps [0, advised) have been advised
   uint64_t advisedEnd = 0;  // source bytes advised ahead of the current step, cumulative
   uint64_t consumed = 0;
+  // Copied dense float tensors are scanned for NaN / Inf as they pass (plan.floats
+  // is in source order, as the dense copies are).
+  size_t nextFloat = 0;
+  std::optional<FiniteScan> scan;
+  size_t scanning = SIZE_MAX;
+  auto checkFloats = [&](uint64_t off, const uint8_t* p, size_t n) {
+    const uint64_t end = off + n;
+    while (nextFloat < plan.floats.size()) {
+      const FloatSpan& f = plan.floats[nextFloat];
+      if (f.srcOffset >= end) break;
+      const uint64_t lo = std::max(off, f.srcOffset), hi = std::min(end, f.srcOffset + f.bytes);
+      if (scanning != nextFloat) {
+        scan.emplace(f.dtype, f.tensor, src.path);
+        scanning = nextFloat;
+      }
+      if (lo < hi) scan->feed(p + (lo - off), hi - lo);
+      if (f.srcOffset + f.bytes > end) break;
+      ++nextFloat;
+    }
+  };
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const PlanStep& step = plan.steps[i];
     while (advised < plan.steps.size() && advisedEnd < consumed + kWindow) {
@@ -159,6 +182,7 @@ ManifestShard ShardConverter::convert(const ShardPlan& plan, const std::string& 
     while (left > 0) {
       auto span = w.reserve(static_cast<size_t>(std::min<uint64_t>(left, SIZE_MAX)));
       preadExact(in.fd, span.data(), span.size(), off, src.path);
+      checkFloats(off, span.data(), span.size());
       w.commit(span.size());
       off += span.size();
       left -= span.size();
@@ -195,10 +219,12 @@ void ShardConverter::quantize(const PlanStep& step, int fd, const std::string& s
   if (bf16_.size() < block * cols) bf16_.resize(block * cols);
   if (qbuf_.size() < block * qRow) qbuf_.resize(block * qRow);
   scales_.assign(rows * sRow, 0.0f);
+  FiniteScan finite(Dtype::BF16, step.tensor, srcPath);  // a NaN would quantize to garbage silently
 
   for (size_t r0 = 0; r0 < rows; r0 += block) {
     const size_t nr = std::min(block, rows - r0);
     preadExact(fd, bf16_.data(), nr * cols * 2, step.srcOffset + r0 * cols * 2, srcPath);
+    finite.feed(reinterpret_cast<const uint8_t*>(bf16_.data()), nr * cols * 2);
     // Rows go to the quantizers in batches: each call has a fixed dispatch
     // cost (the ISA check runs cpuid, a VM exit here), so never one per row.
     const size_t batch = std::max<size_t>(1, (size_t{2} << 20) / (cols * sizeof(float)));

@@ -53,7 +53,7 @@ ShardPlan planShard(const Snapshot& snap, const SourceShard& shard, const BitSet
   for (size_t i : header.header().offsetOrder()) {
     const TensorInfo& t = header.tensors()[i];
     const TensorClass cls = classifyTensor(t.name, cfg);
-    if (cls == TensorClass::Skip) continue;
+    if (cls == TensorClass::Skip || snap.isDropped(t.name)) continue;
     if (cls == TensorClass::Expert) {
       ExpertName en;
       if (!parseExpertName(t.name, en))
@@ -81,6 +81,7 @@ ShardPlan planShard(const Snapshot& snap, const SourceShard& shard, const BitSet
     const int b = bitsFor(cls, bits);
     if (b >= 16) {
       addCopy(*t);
+      if (isFloatDtype(t->dtype)) plan.floats.push_back({base + t->begin, t->nbytes(), t->dtype, t->name});
       continue;
     }
     if (t->dtype != Dtype::BF16 || t->shape.size() != 2)

@@ -33,6 +33,14 @@ struct PlanStep {
   std::string tensor;           // for messages (first tensor of a merged copy)
 };
 
+// A dense float tensor copied as is: its bytes are checked for NaN / Inf.
+struct FloatSpan {
+  uint64_t srcOffset = 0;  // absolute in the source shard
+  uint64_t bytes = 0;
+  Dtype dtype = Dtype::BF16;
+  std::string tensor;
+};
+
 struct PlannedExpert {
   int layer = 0;
   int id = 0;
@@ -47,6 +55,7 @@ struct ShardPlan {
   std::vector<TensorSpec> tensors;  // output header order
   std::vector<PlanStep> steps;      // source reads/transforms, in output order
   std::vector<PlannedExpert> experts;  // sorted by (layer, id)
+  std::vector<FloatSpan> floats;       // copied dense float tensors, by source offset
   std::string header;   // encoded output header (8 + N bytes)
   uint64_t fileSize = 0;
   uint64_t sourceBytes = 0;   // bytes read from the source

@@ -3,8 +3,10 @@
 #include <simdjson.h>
 
 #include "k3/format/durable_file.h"
+#include "k3/format/model_config.h"
 #include "k3/io/json_text.h"
 #include "k3/io/error.h"
+#include "k3/io/input_file.h"
 
 namespace k3 {
 namespace {
@@ -38,6 +40,21 @@ struct Reader {
     std::string_view v;
     if (get(o, key).get_string().get(v)) bad(key, "not a string");
     return std::string(v);
+  }
+  // An integer in [lo, hi]: absurd counts (num_experts 10^6) are refused here,
+  // before a checker loops over them.
+  int ranged(object o, std::string_view key, int lo, int hi) const {
+    const int v = i32(o, key);
+    if (v < lo || v > hi) bad(key, cat(v, " is outside [", lo, ", ", hi, "]"));
+    return v;
+  }
+  // A container file name: a plain basename (the container is flat), so a
+  // manifest can never point outside it ("../x", "/dev/zero", "a/b").
+  std::string fileName(object o, std::string_view key) const {
+    std::string v = str(o, key);
+    if (!isConfinedName(v) || v.find('/') != std::string::npos)
+      bad(key, cat("'", v, "' is not a file name inside the container"));
+    return v;
   }
   std::string hash(object o, std::string_view key) const {
     std::string v = str(o, key);
@@ -161,12 +178,13 @@ ExpertManifest ExpertManifest::parse(std::string_view json, const std::string& p
   m.tool = r.str(top, "tool");
   m.toolVersion = r.str(top, "tool_version");
   object set = r.obj(top, "settings");
-  m.settings = {r.i32(set, "bits"), r.i32(set, "mla_bits"), r.i32(set, "head_bits")};
+  m.settings = {r.ranged(set, "bits", 1, 16), r.ranged(set, "mla_bits", 1, 16), r.ranged(set, "head_bits", 1, 16)};
   object src = r.obj(top, "source");
   m.configSha256 = r.hash(src, "config_sha256");
   m.prefix = r.str(src, "prefix");
-  m.numLayers = r.i32(src, "num_hidden_layers");
-  m.numExperts = r.i32(src, "num_experts");
+  // The bounds config.json is held to (ModelConfig).
+  m.numLayers = r.ranged(src, "num_hidden_layers", 1, kMaxLayers);
+  m.numExperts = r.ranged(src, "num_experts", 1, kMaxExperts);
   m.expertBytes = r.u64(src, "expert_bytes");
   size_t si = 0;
   for (element se : r.arr(top, "shards")) {
@@ -174,13 +192,13 @@ ExpertManifest ExpertManifest::parse(std::string_view json, const std::string& p
     object so;
     if (se.get_object().get(so)) sr.bad("", "not an object");
     ManifestShard s;
-    s.file = sr.str(so, "file");
+    s.file = sr.fileName(so, "file");
     s.size = sr.u64(so, "size");
     s.sha256 = sr.hash(so, "sha256");
     s.dataOffset = sr.u64(so, "data_offset");
     s.tensors = sr.u64(so, "tensors");
     object ss = sr.obj(so, "source");
-    s.source = {sr.str(ss, "file"), sr.u64(ss, "size"), sr.hash(ss, "header_sha256")};
+    s.source = {sr.fileName(ss, "file"), sr.u64(ss, "size"), sr.hash(ss, "header_sha256")};
     size_t ei = 0;
     for (element ee : sr.arr(so, "experts")) {
       Reader er{path, cat(sr.where, ".experts[", ei++, "]")};
@@ -199,12 +217,12 @@ ExpertManifest ExpertManifest::parse(std::string_view json, const std::string& p
     Reader fr{path, cat("files[", fi++, "]")};
     object fo;
     if (fe.get_object().get(fo)) fr.bad("", "not an object");
-    m.files.push_back({fr.str(fo, "file"), fr.u64(fo, "size"), fr.hash(fo, "sha256")});
+    m.files.push_back({fr.fileName(fo, "file"), fr.u64(fo, "size"), fr.hash(fo, "sha256")});
   }
   return m;
 }
 
-ExpertManifest ExpertManifest::load(const std::string& path) { return parse(readWholeFile(path), path); }
+ExpertManifest ExpertManifest::load(const std::string& path) { return parse(readInputFile(path, kManifestInput), path); }
 
 void ExpertManifest::save(const std::string& path) const { writeFileAtomic(path, toJson()); }
 

@@ -56,6 +56,8 @@ struct ExpertManifest {
   static constexpr int kFormatVersion = 1;
   static constexpr const char* kFileName = "k3-manifest.json";
   static constexpr const char* kPartsDir = ".k3-parts";
+  // k3-repack's lock on DST (holds the writer's PID; removed when it ends).
+  static constexpr const char* kLockName = ".k3-repack.lock";
 
   int formatVersion = kFormatVersion;
   std::string tool = "k3-repack";

@@ -3,10 +3,8 @@
 #include <simdjson.h>
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
-
 #include "k3/io/error.h"
+#include "k3/io/input_file.h"
 
 namespace k3 {
 namespace {
@@ -76,9 +74,9 @@ void check(bool ok, const std::string& path, std::string_view key, const std::st
 
 void validate(const ModelConfig& c, const std::string& path) {
   check(c.hiddenSize >= 1 && c.hiddenSize <= 65536, path, "hidden_size", "must be in [1, 65536]");
-  check(c.numLayers >= 1 && c.numLayers <= 128, path, "num_hidden_layers", "must be in [1, 128]");
+  check(c.numLayers >= 1 && c.numLayers <= kMaxLayers, path, "num_hidden_layers", cat("must be in [1, ", kMaxLayers, "]"));
   check(c.vocabSize >= 1 && c.vocabSize <= (1 << 22), path, "vocab_size", "must be in [1, 2^22]");
-  check(c.numExperts >= 1 && c.numExperts <= 4096, path, "num_experts", "must be in [1, 4096]");
+  check(c.numExperts >= 1 && c.numExperts <= kMaxExperts, path, "num_experts", cat("must be in [1, ", kMaxExperts, "]"));
   check(c.numExpertsPerToken >= 1 && c.numExpertsPerToken <= std::min(64, c.numExperts), path,
         "num_experts_per_token", "must be in [1, min(64, num_experts)]");
   check(c.kdaProjDim() >= 1 && c.kdaProjDim() <= (1 << 20), path, "linear_attn_config",
@@ -173,11 +171,7 @@ ModelConfig ModelConfig::parse(std::string_view json, const std::string& path) {
 }
 
 ModelConfig ModelConfig::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(ErrorKind::Missing, path, ": cannot read config");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse(ss.str(), path);
+  return parse(readInputFile(path, kConfigInput), path);
 }
 
 }  // namespace k3

@@ -12,6 +12,11 @@
 
 namespace k3 {
 
+// Bounds config.json (and the manifest's copy of these counts) is held to:
+// K3 has 93 layers and 896 experts; loops over layers x experts stay sane.
+inline constexpr int kMaxLayers = 128;
+inline constexpr int kMaxExperts = 4096;
+
 struct ModelConfig {
   std::string modelType;      // root model_type (e.g. "kimi_k3")
   int hiddenSize = 0;         // D

@@ -9,6 +9,7 @@
 
 #include "k3/io/error.h"
 #include "k3/io/file_io.h"
+#include "k3/io/input_file.h"
 
 namespace k3 {
 namespace {
@@ -23,16 +24,13 @@ void preadExact(int fd, void* buf, size_t len, uint64_t offset, const std::strin
 SafetensorsFile SafetensorsFile::open(const std::string& path, Access access) {
   SafetensorsFile f;
   f.path_ = path;
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.fd < 0) failErrno(errno, path, "cannot open");
-  struct stat st {};
-  if (::fstat(fd.fd, &st) != 0) failErrno(errno, path, "cannot stat");
-  f.fileSize_ = static_cast<uint64_t>(st.st_size);
+  const InputFile in = openInputFile(path, kShardInput);  // a FIFO or device is refused here
+  f.fileSize_ = in.size;
   if (f.fileSize_ < 8)
     fail(ErrorKind::Format, path, ": truncated: ", f.fileSize_,
          " bytes, shorter than the 8-byte header length");
   unsigned char lenBytes[8];
-  preadExact(fd.fd, lenBytes, 8, 0, path);
+  preadExact(in.fd.fd, lenBytes, 8, 0, path);
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | lenBytes[i];
   if (n > f.fileSize_ - 8)
@@ -44,7 +42,7 @@ SafetensorsFile SafetensorsFile::open(const std::string& path, Access access) {
   if (n < 2) fail(ErrorKind::Format, path, ": header length ", n, " is too small for JSON");
   f.headerLength_ = n;
   std::string json(n, '\0');
-  preadExact(fd.fd, json.data(), n, 8, path);
+  preadExact(in.fd.fd, json.data(), n, 8, path);
   f.header_ = parseSafetensorsHeader(json, f.fileSize_ - 8 - n, path);
   if (access == Access::Mapped) f.map_ = MappedFile::open(path);
   return f;

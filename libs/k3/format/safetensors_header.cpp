@@ -16,6 +16,12 @@ uint64_t TensorInfo::numel() const {
   return n;
 }
 
+std::string shapeText(const std::vector<uint64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += cat(i ? ", " : "", shape[i]);
+  return s + "]";
+}
+
 const TensorInfo* SafetensorsHeader::find(std::string_view name) const {
   auto it = index.find(std::string(name));
   return it == index.end() ? nullptr : &tensors[it->second];

@@ -32,6 +32,9 @@ struct TensorInfo {
   uint64_t numel() const;
 };
 
+// "[2, 3]": a shape as error messages print it.
+std::string shapeText(const std::vector<uint64_t>& shape);
+
 struct SafetensorsHeader {
   std::vector<TensorInfo> tensors;  // in header (document) order
   std::vector<std::pair<std::string, std::string>> metadata;

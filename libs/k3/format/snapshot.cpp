@@ -16,6 +16,7 @@
 #include "k3/format/sha256.h"
 #include "k3/format/tensor_inventory.h"
 #include "k3/io/error.h"
+#include "k3/io/input_file.h"
 
 namespace k3 {
 namespace {
@@ -54,14 +55,12 @@ std::string Snapshot::shardName(int number, int total) {
 std::string Snapshot::outputShardName(int number) const { return shardName(number, outputShardTotal()); }
 
 void Snapshot::identify(const std::string& path, uint64_t& size, std::string& headerSha256) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) fail(ErrorKind::Missing, path, ": source shard is missing");
-    failErrno(errno, path, "cannot open");
-  }
   struct stat st {};
-  ::fstat(fd, &st);
-  size = static_cast<uint64_t>(st.st_size);
+  if (::lstat(path.c_str(), &st) != 0 && errno == ENOENT)
+    fail(ErrorKind::Missing, path, ": source shard is missing");
+  const InputFile in = openInputFile(path, kShardInput);
+  const int fd = in.fd.fd;
+  size = in.size;
   unsigned char len[8] = {};
   uint64_t n = 0;
   if (size >= 8 && ::pread(fd, len, 8, 0) == 8)
@@ -77,7 +76,6 @@ void Snapshot::identify(const std::string& path, uint64_t& size, std::string& he
     }
     done += static_cast<size_t>(r);
   }
-  ::close(fd);
   headerSha256 = Sha256::hexOf(bytes.data(), done);
 }
 
@@ -122,15 +120,20 @@ std::string firstIndexName(const std::string& idxPath, Pred pred) {
 
 }  // namespace
 
-Snapshot Snapshot::open(const std::string& dirIn) {
+bool Snapshot::isDropped(std::string_view name) const {
+  return !dropped_.empty() && std::binary_search(dropped_.begin(), dropped_.end(), nameFingerprint(name));
+}
+
+Snapshot Snapshot::open(const std::string& dirIn, const SnapshotOptions& opts) {
   Snapshot s;
+  s.opts_ = opts;
   s.dir_ = dirIn;
   while (s.dir_.size() > 1 && s.dir_.back() == '/') s.dir_.pop_back();
   struct stat st {};
   if (::stat(s.dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     fail(ErrorKind::Missing, s.dir_, ": source snapshot directory does not exist");
   const std::string cfgPath = s.dir_ + "/config.json";
-  s.configText_ = readWholeFile(cfgPath);
+  s.configText_ = readInputFile(cfgPath, kConfigInput);
   s.configSha256_ = Sha256::hexOf(s.configText_.data(), s.configText_.size());
   s.config_ = ModelConfig::parse(s.configText_, cfgPath);
   const std::string idxPath = s.dir_ + "/" + kIndexName;
@@ -179,6 +182,7 @@ Snapshot Snapshot::open(const std::string& dirIn) {
   std::sort(s.shards_.begin(), s.shards_.end(),
             [](const SourceShard& a, const SourceShard& b) { return a.number < b.number; });
   s.crossCheck(index, files);
+  std::sort(s.dropped_.begin(), s.dropped_.end());
   return s;
 }
 
@@ -248,14 +252,23 @@ void Snapshot::crossCheck(std::vector<IndexedName>& index, const std::vector<std
         continue;
       }
       auto it = implied.find(t.name);
-      if (it == implied.end()) continue;
+      if (it == implied.end()) {
+        if (!opts_.dropUnknown)
+          fail(ErrorKind::Config, sh.path, ": tensor '", t.name,
+               "' is not implied by config.json (k3-verify would reject the container); "
+               "--drop-unknown leaves such tensors out");
+        dropped_.push_back(nameFingerprint(t.name));
+        continue;
+      }
       const ExpectedTensor& e = *it->second.e;
-      uint64_t want = 1;
-      for (uint64_t d : e.shape) want *= d;
+      // What k3-verify demands of the container, checked before any byte is written.
+      if (!isFloatDtype(t.dtype))
+        fail(ErrorKind::Config, sh.path, ": tensor '", e.name, "' has dtype ", dtypeName(t.dtype),
+             ", config.json implies a float tensor");
       const bool padded = e.name.size() >= 6 && e.name.compare(e.name.size() - 6, 6, ".A_log") == 0;
-      if (padded ? t.numel() < want : t.numel() != want)
-        fail(ErrorKind::Config, sh.path, ": tensor '", e.name, "' has ", t.numel(),
-             " elements but config.json implies ", want);
+      if (padded ? (t.shape.size() != 1 || t.shape[0] < e.shape[0]) : t.shape != e.shape)
+        fail(ErrorKind::Config, sh.path, ": tensor '", e.name, "' has shape ", shapeText(t.shape),
+             " but config.json implies ", padded ? "1-D, at least " : "", shapeText(e.shape));
       it->second.found = true;
     }
   }

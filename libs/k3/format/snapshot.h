@@ -14,6 +14,8 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "k3/format/model_config.h"
@@ -35,12 +37,22 @@ struct SourceShard {
   SafetensorsFile openHeader() const;
 };
 
+struct SnapshotOptions {
+  // A text tensor config.json does not imply is refused (the container would
+  // not verify); with this it is left out of the conversion instead.
+  bool dropUnknown = false;
+};
+
 class Snapshot {
  public:
   static constexpr const char* kIndexName = "model.safetensors.index.json";
 
   // Throws Missing / Format / Duplicate / Config naming the offending file.
-  static Snapshot open(const std::string& dir);
+  static Snapshot open(const std::string& dir, const SnapshotOptions& opts = {});
+
+  // A tensor left out under SnapshotOptions::dropUnknown.
+  bool isDropped(std::string_view name) const;
+  size_t droppedTensors() const { return dropped_.size(); }
 
   const std::string& dir() const { return dir_; }
   const ModelConfig& config() const { return config_; }
@@ -74,6 +86,8 @@ class Snapshot {
   std::string prefix_;
   size_t indexedTensors_ = 0;
   std::vector<SourceShard> shards_;
+  SnapshotOptions opts_;
+  std::vector<std::pair<uint64_t, uint64_t>> dropped_;  // name fingerprints, sorted
 };
 
 }  // namespace k3

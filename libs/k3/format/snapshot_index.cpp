@@ -8,6 +8,7 @@
 #include "k3/format/durable_file.h"
 #include "k3/io/json_text.h"
 #include "k3/io/error.h"
+#include "k3/io/input_file.h"
 
 namespace k3 {
 
@@ -103,11 +104,9 @@ void SnapshotIndex::scan(std::string_view json, const std::string& path, const E
 
 void SnapshotIndex::scanFile(const std::string& path, const EntryFn& entry,
                              std::optional<uint64_t>* totalSize) {
-  simdjson::padded_string text;
-  if (simdjson::padded_string::load(path).get(text)) {
-    (void)readWholeFile(path);  // throws the Missing/Io error that names the file
-    fail(ErrorKind::Io, path, ": cannot read");
-  }
+  const InputFile f = openInputFile(path, kIndexInput, true);
+  simdjson::padded_string text(static_cast<size_t>(f.size));  // read in place: no second copy
+  readInputInto(f, text.data());
   scanPadded(text, path, entry, totalSize);
 }
 
@@ -124,7 +123,7 @@ SnapshotIndex SnapshotIndex::parse(std::string_view json, const std::string& pat
   return idx;
 }
 
-SnapshotIndex SnapshotIndex::load(const std::string& path) { return parse(readWholeFile(path), path); }
+SnapshotIndex SnapshotIndex::load(const std::string& path) { return parse(readInputFile(path, kIndexInput), path); }
 
 void SnapshotIndex::Text::begin(uint64_t totalSize) {
   out = "{\"metadata\": {\"total_size\": ";

@@ -1,4 +1,4 @@
-// Small POSIX file helpers shared by readers: an owning descriptor and a
+// Small POSIX file helpers shared by readers: an owning (movable) descriptor and a
 // positional read that retries short reads and EINTR.
 #pragma once
 
@@ -16,6 +16,15 @@ struct UniqueFd {
   explicit UniqueFd(int f) : fd(f) {}
   UniqueFd(const UniqueFd&) = delete;
   UniqueFd& operator=(const UniqueFd&) = delete;
+  UniqueFd(UniqueFd&& o) noexcept : fd(o.fd) { o.fd = -1; }
+  UniqueFd& operator=(UniqueFd&& o) noexcept {
+    if (this != &o) {
+      if (fd >= 0) ::close(fd);
+      fd = o.fd;
+      o.fd = -1;
+    }
+    return *this;
+  }
   ~UniqueFd() {
     if (fd >= 0) ::close(fd);
   }

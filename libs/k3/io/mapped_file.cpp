@@ -10,31 +10,21 @@
 #include <utility>
 
 #include "k3/io/error.h"
+#include "k3/io/input_file.h"
 
 namespace k3 {
 
 MappedFile MappedFile::open(const std::string& path) {
   MappedFile m;
   m.path_ = path;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) failErrno(errno, path, "cannot open");
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    failErrno(err, path, "cannot stat");
-  }
-  m.size_ = static_cast<size_t>(st.st_size);
+  const InputFile f = openInputFile(path, kShardInput);  // /dev/zero would map without end
+  m.size_ = static_cast<size_t>(f.size);
   if (m.size_ > 0) {
-    void* p = ::mmap(nullptr, m.size_, PROT_READ, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) {
-      int err = errno;
-      ::close(fd);
-      failErrno(err, path, "cannot mmap");
-    }
+    void* p = ::mmap(nullptr, m.size_, PROT_READ, MAP_SHARED, f.fd.fd, 0);
+    if (p == MAP_FAILED) failErrno(errno, path, "cannot mmap");
     m.data_ = static_cast<const uint8_t*>(p);
   }
-  ::close(fd);  // the mapping keeps the file alive
+  // Closing the descriptor (f goes out of scope) keeps the mapping alive.
   return m;
 }
 

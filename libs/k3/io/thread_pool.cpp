@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "k3/io/error.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -40,16 +42,43 @@ bool spinUntil(Ready ready) {
 
 ThreadPool::ThreadPool(size_t threads) {
   if (threads == 0) threads = std::max<size_t>(1, std::thread::hardware_concurrency());
-  for (size_t t = 1; t < threads; ++t) workers_.emplace_back([this, t] { workerLoop(t); });
+  // A thread that cannot start (out of pids, memory, a thread limit) must not
+  // leave the started ones running unjoined (std::terminate): stop and join
+  // them, then report which one failed.
+  try {
+    workers_.reserve(threads - 1);
+    for (size_t t = 1; t < threads; ++t) workers_.emplace_back([this, t] { workerLoop(t); });
+  } catch (const std::exception& e) {
+    const size_t started = workers_.size() + 1;
+    stopWorkers();
+    fail(ErrorKind::Io, "thread pool: cannot start thread ", started + 1, " of ", threads, " (", e.what(),
+         "); use fewer --threads");
+  }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stopWorkers(); }
+
+void ThreadPool::stopWorkers() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_.store(true);
   }
   wake_.notify_all();
   for (auto& w : workers_) w.join();
+  workers_.clear();
+}
+
+size_t maxThreadCount() {
+  const size_t cores = std::max<size_t>(1, std::thread::hardware_concurrency());
+  return std::min<size_t>(kThreadCountCeiling, kThreadsPerCore * cores);
+}
+
+size_t checkThreadCount(long long requested, std::string_view flag) {
+  const size_t most = maxThreadCount();
+  if (requested < 1 || static_cast<unsigned long long>(requested) > most)
+    fail(ErrorKind::Usage, flag, " ", requested, ": must be in [1, ", most, "] (", kThreadsPerCore, " x ",
+         std::max(1u, std::thread::hardware_concurrency()), " cores, at most ", kThreadCountCeiling, ")");
+  return static_cast<size_t>(requested);
 }
 
 void ThreadPool::workerLoop(size_t tid) {

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -37,9 +38,19 @@ class FunctionRef<R(Args...)> {
   R (*call_)(void*, Args...);
 };
 
+// A --threads value beyond a few per core only costs memory and scheduling;
+// 100000 would exhaust the host's pids. The cap: 4 x cores, at most 1024.
+inline constexpr size_t kThreadsPerCore = 4;
+inline constexpr size_t kThreadCountCeiling = 1024;
+size_t maxThreadCount();
+// `requested` as given on a command line (signed, so -1 is not 2^64-1):
+// returns it if in [1, maxThreadCount()], else throws Usage naming `flag`.
+size_t checkThreadCount(long long requested, std::string_view flag = "--threads");
+
 class ThreadPool {
  public:
   // threads = total workers including the caller; 0 means hardware_concurrency.
+  // Throws k3::Error(Io) if a thread cannot be started (the others are joined).
   explicit ThreadPool(size_t threads = 0);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -73,6 +84,7 @@ class ThreadPool {
 
  private:
   void workerLoop(size_t tid);
+  void stopWorkers();
 
   std::vector<std::thread> workers_;
   std::mutex mu_;  // guards only the sleeping hand-offs

@@ -12,6 +12,7 @@
 
 #include "k3/format/tensor_inventory.h"
 #include "k3/io/error.h"
+#include "k3/io/input_file.h"
 #include "k3/quant/bf16.h"
 
 namespace k3::model {
@@ -216,15 +217,7 @@ void refuseIfNotContainer(const std::string& dir) {
 void checkIndexedShards(const std::string& dir, const std::vector<std::string>& paths) {
   const fs::path index = fs::path(dir) / "model.safetensors.index.json";
   if (!fs::exists(index)) return;
-  std::string text;
-  {
-    FILE* f = std::fopen(index.c_str(), "rb");
-    if (!f) fail(ErrorKind::Io, index.string(), ": cannot open");
-    char buf[65536];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-    std::fclose(f);
-  }
+  const std::string text = readInputFile(index.string(), kIndexInput);
   // Shard basenames are the only *.safetensors strings in the index.
   std::set<std::string> present, named;
   for (const auto& p : paths) present.insert(fs::path(p).filename().string());

@@ -13,6 +13,7 @@
 
 #include "k3/format/model_config.h"
 #include "k3/format/safetensors_file.h"
+#include "k3/io/output_file.h"
 #include "k3/quant/weight_view.h"
 
 namespace k3::model {
@@ -87,6 +88,8 @@ class ModelWeights {
   const ModelConfig& config() const { return cfg_; }
   const WeightOptions& options() const { return opts_; }
   const std::string& dir() const { return dir_; }
+  // Identities of the container's files: what an output must never replace.
+  std::vector<FileId> inputFiles() const { return regularFileIdsIn(dir_); }
   const std::vector<SafetensorsFile>& shards() const { return shards_; }
 
   const WeightView& embedding() const { return embed_; }  // [V, D]

@@ -5,6 +5,7 @@
 #include <simdjson.h>
 
 #include "k3/io/error.h"
+#include "k3/io/input_file.h"
 
 namespace k3::tok {
 
@@ -21,10 +22,7 @@ AddedTokens AddedTokens::reserved(size_t numBase) {
 
 AddedTokens AddedTokens::fromConfig(const std::string& configPath, size_t numBase) {
   if (!std::filesystem::exists(configPath)) fail(ErrorKind::Missing, configPath, ": not found");
-  simdjson::padded_string json;
-  if (simdjson::padded_string::load(configPath).get(json))
-    fail(ErrorKind::Io, configPath, ": cannot read tokenizer config");
-  return fromConfigText(std::string_view(json.data(), json.size()), numBase, configPath);
+  return fromConfigText(readInputFile(configPath, kTokenizerConfigInput), numBase, configPath);
 }
 
 AddedTokens AddedTokens::fromConfigText(std::string_view text, size_t numBase, const std::string& origin) {

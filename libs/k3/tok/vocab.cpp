@@ -2,10 +2,8 @@
 
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
-
 #include "k3/io/error.h"
+#include "k3/io/input_file.h"
 
 namespace k3::tok {
 namespace {
@@ -151,11 +149,7 @@ void Vocab::buildIndex(const std::string& origin) {
 
 Vocab Vocab::load(const std::string& path) {
   if (!std::filesystem::exists(path)) fail(ErrorKind::Missing, path, ": tiktoken vocabulary not found");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(ErrorKind::Io, path, ": cannot open tiktoken vocabulary");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse(ss.str(), path);
+  return parse(readInputFile(path, kTokenizerModelInput), path);
 }
 
 }  // namespace k3::tok

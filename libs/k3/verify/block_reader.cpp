@@ -8,18 +8,24 @@
 #include <cerrno>
 #include <cstdlib>
 #include <new>
+#include <utility>
 
 #include "k3/io/error.h"
+#include "k3/io/input_file.h"
 
 namespace k3::verify {
 
 double pageCacheFraction(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  struct stat st {};
+  InputFile f;
+  try {
+    f = openInputFile(path, kShardInput);
+  } catch (const Error&) {
+    return 0;  // not a readable regular file: the read itself reports it
+  }
+  const int fd = f.fd.fd;
   double frac = 0;
-  if (::fstat(fd, &st) == 0 && st.st_size > 0) {
-    const size_t size = static_cast<size_t>(st.st_size);
+  if (f.size > 0) {
+    const size_t size = static_cast<size_t>(f.size);
     void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
     if (map != MAP_FAILED) {
       const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
@@ -32,7 +38,6 @@ double pageCacheFraction(const std::string& path) {
       ::munmap(map, size);
     }
   }
-  ::close(fd);
   return frac;
 }
 
@@ -54,9 +59,13 @@ ReadBuffers::~ReadBuffers() {
 
 BlockReader::BlockReader(const std::string& path, bool direct, ReadBuffers& buffers)
     : path_(path), blockBytes_(buffers.blockBytes()), slots_(buffers.depth()) {
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
-  if (fd_ < 0 && direct) fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);  // fs without O_DIRECT
-  if (fd_ < 0) failErrno(errno, path, "cannot open");
+  InputFile in = openInputFile(path, kShardInput);  // regular files only (a FIFO would block)
+  fd_ = std::exchange(in.fd.fd, -1);
+  // O_DIRECT set on the checked descriptor; a file system without it stays buffered.
+  if (direct) {
+    const int flags = ::fcntl(fd_, F_GETFL);
+    if (flags >= 0) ::fcntl(fd_, F_SETFL, flags | O_DIRECT);
+  }
   if (!direct) ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
   for (size_t i = 0; i < slots_.size(); ++i) slots_[i].data = buffers.at(i);
   thread_ = std::thread([this] { produce(); });

@@ -13,18 +13,16 @@
 #include "k3/io/json_text.h"
 #include "k3/format/safetensors_file.h"
 #include "k3/format/tensor_inventory.h"
+#include "k3/format/expert_manifest.h"
+#include "k3/format/sha256.h"
 #include "k3/io/error.h"
+#include "k3/io/file_io.h"
+#include "k3/io/input_file.h"
 
 namespace fs = std::filesystem;
 
 namespace k3::verify {
 namespace {
-
-std::string shapeText(const std::vector<uint64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += cat(i ? ", " : "", shape[i]);
-  return s + "]";
-}
 
 bool endsWith(std::string_view s, std::string_view p) {
   return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
@@ -52,20 +50,23 @@ std::string canonicalHeader(const SafetensorsHeader& h) {
   return out + json;
 }
 
-// The first `n` bytes of a file (empty if unreadable).
+// The first `n` bytes of a shard (empty if unreadable).
 std::string readPrefix(const std::string& path, uint64_t n) {
-  std::string buf(n, '\0');
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {};
-  size_t got = 0;
-  while (got < n) {
-    ssize_t r = ::pread(fd, buf.data() + got, n - got, static_cast<off_t>(got));
-    if (r <= 0) break;
-    got += static_cast<size_t>(r);
+  try {
+    const InputFile f = openInputFile(path, kShardInput);
+    std::string buf(n, '\0');
+    buf.resize(preadFull(f.fd.fd, buf.data(), n, 0, path));
+    return buf;
+  } catch (const Error&) {
+    return {};
   }
-  ::close(fd);
-  buf.resize(got);
-  return buf;
+}
+
+// Files k3-repack writes besides the shards and the copied files.
+bool isContainerBookkeeping(const std::string& name) {
+  return name == "model.safetensors.index.json" || name == ExpertManifest::kFileName ||
+         name == ExpertManifest::kPartsDir || name == ExpertManifest::kLockName ||
+         name == "tokenizer.json";  // k3-tokgen's output, written next to the tiktoken.model it reads
 }
 
 size_t firstDifference(const std::string& a, const std::string& b) {
@@ -95,6 +96,7 @@ class Checker {
     }
     checkShardOrder();
     if (facts_.manifest) checkManifestShards();
+    if (facts_.manifest) checkOtherFiles();
     return std::move(facts_);
   }
 
@@ -114,6 +116,8 @@ class Checker {
       if (endsWith(name, ".safetensors")) names.push_back(name);
       else if (name.find(".tmp") != std::string::npos)
         problem(ProblemKind::Unexpected, name, "", "leftover temporary file (interrupted run?)");
+      else if (!isContainerBookkeeping(name))
+        otherFiles_.push_back(name);  // judged once the manifest's file list is known
     }
     if (ec) failErrno(ec.value(), facts_.dir, "cannot list directory");
     std::sort(names.begin(), names.end());
@@ -123,7 +127,9 @@ class Checker {
       s.file = name;
       s.path = (fs::path(facts_.dir) / name).string();
       std::error_code sec;
-      s.size = fs::file_size(s.path, sec);
+      s.regular = fs::is_regular_file(s.path, sec);
+      s.size = s.regular ? fs::file_size(s.path, sec) : 0;
+      if (sec) s.size = 0;
       try {
         auto f = SafetensorsFile::open(s.path, SafetensorsFile::Access::HeaderOnly);
         s.header = f.header();
@@ -218,8 +224,11 @@ class Checker {
 
   void loadConfigAndManifest() {
     const std::string cfgPath = (fs::path(facts_.dir) / "config.json").string();
+    std::string cfgSha256;
     try {
-      facts_.config = ModelConfig::load(cfgPath);
+      const std::string text = readInputFile(cfgPath, kConfigInput);
+      cfgSha256 = Sha256::hexOf(text.data(), text.size());
+      facts_.config = ModelConfig::parse(text, cfgPath);
     } catch (const Error& e) {
       problem(ProblemKind::Config, "", "", e.what());
     }
@@ -229,10 +238,32 @@ class Checker {
     } catch (const Error& e) {
       problem(ProblemKind::Manifest, "", "", e.what());
     }
+    if (facts_.manifest && !cfgSha256.empty() && facts_.manifest->configSha256 != cfgSha256)
+      problem(ProblemKind::Manifest, "", "",
+              cat("config.json has SHA-256 ", cfgSha256, ", the manifest's source.config_sha256 is ",
+                  facts_.manifest->configSha256, " (config changed after conversion)"));
     if (!facts_.config) return;
+    if (facts_.manifest) {
+      const ManifestFacts& m = *facts_.manifest;
+      if (m.numLayers != facts_.config->numLayers)
+        problem(ProblemKind::Manifest, "", "",
+                cat("manifest source.num_hidden_layers is ", m.numLayers, ", config.json says ",
+                    facts_.config->numLayers));
+      if (m.numExperts != facts_.config->numExperts)
+        problem(ProblemKind::Manifest, "", "",
+                cat("manifest source.num_experts is ", m.numExperts, ", config.json says ",
+                    facts_.config->numExperts));
+      for (int b : {m.bits, m.mlaBits, m.headBits})
+        if (b != 4 && b != 8 && b != 16)
+          problem(ProblemKind::Manifest, "", "", cat("manifest settings carry bit width ", b, " (k3-repack writes 4, 8 or 16)"));
+    }
     const std::string plain = "model.layers.0.input_layernorm.weight";
     if (!tensor(plain) && tensor(std::string(kLanguageModelPrefix) + plain))
       facts_.prefix = std::string(kLanguageModelPrefix);
+    if (facts_.manifest && facts_.manifest->prefix != facts_.prefix)
+      problem(ProblemKind::Manifest, "", "",
+              cat("manifest source.prefix is '", facts_.manifest->prefix, "' but the tensors carry '",
+                  facts_.prefix, "'"));
   }
 
   int bitsFor(TensorClass cls) const {
@@ -468,7 +499,7 @@ class Checker {
         problem(ProblemKind::Manifest, s.file, "", "shard file is not in the manifest");
         continue;
       }
-      if (it->second->size != s.size)
+      if (s.regular && it->second->size != s.size)
         problem(ProblemKind::Size, s.file, "",
                 cat("file is ", s.size, " bytes, manifest says ", it->second->size));
       if (s.headerOk && (it->second->dataOffset != s.dataOffset || it->second->tensors != s.header.tensors.size()))
@@ -480,10 +511,17 @@ class Checker {
     for (const auto& [file, m] : listed)
       problem(ProblemKind::Missing, file, "", "shard listed in the manifest does not exist");
     for (const auto& f : facts_.manifest->files) {
-      std::error_code ec;
-      const uint64_t size = fs::file_size(fs::path(facts_.dir) / f.file, ec);
-      if (ec) problem(ProblemKind::Missing, "", "", cat("copied file ", f.file, " listed in the manifest is missing"));
-      else if (size != f.size)
+      uint64_t size = 0;
+      try {
+        size = openContainedFile(facts_.dir, f.file, kHashedInput).size;  // regular, inside DST
+      } catch (const Error& e) {
+        if (e.kind() == ErrorKind::Missing)
+          problem(ProblemKind::Missing, "", "", cat("copied file ", f.file, " listed in the manifest is missing"));
+        else
+          problem(ProblemKind::Manifest, "", "", cat("copied file ", f.file, ": ", e.what()));
+        continue;
+      }
+      if (size != f.size)
         problem(ProblemKind::Size, "", "", cat("copied file ", f.file, " is ", size, " bytes, manifest says ", f.size));
     }
     if (facts_.config && facts_.manifest->expertBytes != expertBytes(*facts_.config))
@@ -492,8 +530,19 @@ class Checker {
                   expertBytes(*facts_.config)));
   }
 
+  // Anything in DST that is neither a shard, bookkeeping, nor a copied file
+  // the manifest lists: a container is exactly what k3-repack wrote.
+  void checkOtherFiles() {
+    std::set<std::string> copied;
+    for (const auto& f : facts_.manifest->files) copied.insert(f.file);
+    for (const std::string& name : otherFiles_)
+      if (!copied.count(name))
+        problem(ProblemKind::Unexpected, "", "", cat("file ", name, " is in the container but not in the manifest"));
+  }
+
   VerifyReport& report_;
   ContainerFacts facts_;
+  std::vector<std::string> otherFiles_;  // directory entries that are not shards
   std::unordered_map<std::string, Located> where_;
   std::unordered_set<std::string> claimed_;
   std::unordered_set<std::string> unreadable_;  // indexed into a shard whose header is broken

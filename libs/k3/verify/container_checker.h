@@ -21,6 +21,7 @@ struct ShardFacts {
   std::string file;  // basename
   std::string path;
   uint64_t size = 0;
+  bool regular = false;  // a regular file (after symlinks): a FIFO or device is reported, never read
   bool headerOk = false;
   uint64_t dataOffset = 0;  // 8 + N
   SafetensorsHeader header;

@@ -1,6 +1,7 @@
 #include "k3/verify/hash_pass.h"
 
 #include "k3/verify/block_reader.h"
+#include "k3/verify/job_runner.h"
 #include "k3/verify/sha256_ni.h"
 
 #include <fcntl.h>
@@ -22,31 +23,13 @@
 #include "k3/format/tensor_inventory.h"
 #include "k3/io/error.h"
 #include "k3/io/file_io.h"
+#include "k3/io/input_file.h"
 #include "k3/io/thread_pool.h"
 
 namespace fs = std::filesystem;
 
 namespace k3::verify {
 namespace {
-
-size_t threadCount(const HashOptions& opts, size_t jobs) {
-  size_t t = opts.threads ? opts.threads : std::max<size_t>(1, std::thread::hardware_concurrency());
-  return std::max<size_t>(1, std::min(t, jobs));
-}
-
-// Runs job(i, buffer) for i in [0, n) over the pool, biggest jobs first.
-template <typename Job>
-void runJobs(const std::vector<uint64_t>& weights, const HashOptions& opts, Job&& job) {
-  std::vector<size_t> order(weights.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return weights[a] > weights[b]; });
-  std::atomic<size_t> next{0};
-  ThreadPool pool(threadCount(opts, order.size()));
-  pool.run([&](size_t, size_t) {
-    ReadBuffers buffers(opts.blockBytes, 3);
-    for (size_t k; (k = next.fetch_add(1)) < order.size();) job(order[k], buffers);
-  });
-}
 
 // SHA-256 over SHA-NI when present (paired with the shard digest), else OpenSSL.
 class Digest {
@@ -90,7 +73,7 @@ uint64_t containerHashBytes(const ContainerFacts& facts) {
   uint64_t total = 0;
   for (const auto& s : facts.shards)
     for (const auto& m : facts.manifest->shards)
-      if (m.file == s.file) total += s.size;
+      if (m.file == s.file && s.regular) total += s.size;
   return total;
 }
 
@@ -99,6 +82,7 @@ uint64_t hashContainer(const ContainerFacts& facts, const HashOptions& opts, Ver
   std::vector<ShardJob> jobs;
   std::vector<uint64_t> weights;
   for (const auto& s : facts.shards) {
+    if (!s.regular) continue;  // reported by the fast pass; reading a FIFO would block
     ShardJob job;
     job.shard = &s;
     for (const auto& m : facts.manifest->shards)
@@ -176,8 +160,13 @@ uint64_t hashContainer(const ContainerFacts& facts, const HashOptions& opts, Ver
   // The copied extra files are small: hash them inline.
   for (const auto& f : facts.manifest->files) {
     const std::string path = (fs::path(facts.dir) / f.file).string();
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (fd.fd < 0) continue;  // reported by the fast pass
+    InputFile in;
+    try {
+      in = openContainedFile(facts.dir, f.file, kHashedInput);
+    } catch (const Error&) {
+      continue;  // reported by the fast pass
+    }
+    const UniqueFd& fd = in.fd;
     Sha256 h;
     std::vector<uint8_t> buf(1 << 16);
     uint64_t off = 0;
@@ -203,11 +192,6 @@ uint64_t sourceHashBytes(const ContainerFacts& facts) {
 
 namespace {
 
-struct SourceTensor {
-  size_t shard;
-  uint64_t begin, end;  // absolute
-};
-
 struct SourceJob {
   const ManifestExpertFact* fact;
   size_t shard = 0;
@@ -217,46 +201,36 @@ struct SourceJob {
 
 }  // namespace
 
-uint64_t hashSource(const std::string& srcDir, const ContainerFacts& facts, const HashOptions& opts,
-                    VerifyReport& report) {
+uint64_t hashSource(const std::string& srcDir, const SourceIndex& source, const ContainerFacts& facts,
+                    const HashOptions& opts, VerifyReport& report) {
   if (!facts.manifest) return 0;
-  std::error_code ec;
-  if (!fs::is_directory(srcDir, ec)) fail(ErrorKind::Io, srcDir, ": source is not a readable directory");
-  // Every source shard header; names resolve through the headers themselves.
-  std::vector<std::string> paths;
-  for (const auto& entry : fs::directory_iterator(srcDir, ec))
-    if (entry.path().extension() == ".safetensors") paths.push_back(entry.path().string());
-  std::sort(paths.begin(), paths.end());
-  std::vector<std::string> files;
-  std::unordered_map<std::string, SourceTensor> where;
-  for (size_t i = 0; i < paths.size(); ++i) {
-    files.push_back(fs::path(paths[i]).filename().string());
-    try {
-      auto f = SafetensorsFile::open(paths[i], SafetensorsFile::Access::HeaderOnly);
-      for (const auto& t : f.tensors())
-        where.emplace(t.name, SourceTensor{i, f.dataOffset() + t.begin, f.dataOffset() + t.end});
-    } catch (const Error& e) {
-      report.add(ProblemKind::Source, files.back(), "", cat("source shard unusable: ", e.what()));
-    }
-  }
+  const std::vector<std::string>& paths = source.paths;
+  const std::vector<std::string>& files = source.files;
   // Each source shard is still the one the container was made from (size, header bytes).
   for (const auto& s : facts.manifest->shards) {
     if (s.sourceFile.empty()) continue;
     const std::string path = (fs::path(srcDir) / s.sourceFile).string();
-    std::error_code sec;
-    const uint64_t size = fs::file_size(path, sec);
-    if (sec) {
-      report.add(ProblemKind::Source, s.file, "", cat("source shard ", s.sourceFile, " is missing"));
+    // A source snapshot may be an HF cache of symlinks into blobs/: the name
+    // must stay inside SRC, its target need only be a regular file.
+    InputFile in;
+    try {
+      if (!isConfinedName(s.sourceFile)) fail(ErrorKind::Format, path, ": not a file name inside ", srcDir);
+      in = openInputFile(path, kShardInput, true);
+    } catch (const Error& e) {
+      report.add(ProblemKind::Source, s.file, "",
+                 e.kind() == ErrorKind::Missing ? cat("source shard ", s.sourceFile, " is missing")
+                                                : cat("source shard ", s.sourceFile, ": ", e.what()));
       continue;
     }
+    const uint64_t size = in.size;
     if (size != s.sourceSize) {
       report.add(ProblemKind::Source, s.file, "",
                  cat("source shard ", s.sourceFile, " is ", size, " bytes, manifest says ", s.sourceSize));
       continue;
     }
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    const UniqueFd& fd = in.fd;
     uint8_t len[8];
-    if (fd.fd < 0 || size < 8 || preadFull(fd.fd, len, 8, 0, path) != 8) continue;  // reported below
+    if (size < 8 || preadFull(fd.fd, len, 8, 0, path) != 8) continue;  // reported below
     uint64_t n = 0;
     for (int i = 7; i >= 0; --i) n = (n << 8) | len[i];
     if (n > size - 8) continue;
@@ -274,17 +248,14 @@ uint64_t hashSource(const std::string& srcDir, const ContainerFacts& facts, cons
     bool ok = true;
     for (int p = 0; p < kExpertParts && ok; ++p) {
       const auto part = static_cast<ExpertPart>(p);
-      auto it = where.find(expertTensorName(facts.prefix, m.layer, m.id, part));
-      if (it == where.end()) it = where.find(expertTensorName(
-                                   facts.prefix.empty() ? std::string(kLanguageModelPrefix) : "",
-                                   m.layer, m.id, part));
-      if (it == where.end()) {
+      const SourceTensor* found = source.find(expertTensorName(facts.prefix, m.layer, m.id, part), facts.prefix);
+      if (!found) {
         report.add(ProblemKind::Source, "", expertTensorName(facts.prefix, m.layer, m.id, part),
                    "expert tensor not found in the source snapshot", m.layer, m.id);
         ok = false;
         break;
       }
-      const SourceTensor& st = it->second;
+      const SourceTensor& st = *found;
       if (p > 0 && st.shard != job.shard) {
         report.add(ProblemKind::Source, files[st.shard], "", "expert split across source shards", m.layer, m.id);
         ok = false;
@@ -320,9 +291,16 @@ uint64_t hashSource(const std::string& srcDir, const ContainerFacts& facts, cons
     std::vector<Problem> found;
     const std::string& file = files[jobs[runs[r].front()].shard];
     const std::string& path = paths[jobs[runs[r].front()].shard];
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (fd.fd < 0) {
-      found.push_back({ProblemKind::Unreadable, file, "", -1, -1, cat("cannot open source shard: ", std::strerror(errno))});
+    InputFile in;
+    std::string openError;
+    try {
+      in = openInputFile(path, kShardInput);
+    } catch (const Error& e) {
+      openError = e.what();
+    }
+    const UniqueFd& fd = in.fd;
+    if (!openError.empty()) {
+      found.push_back({ProblemKind::Unreadable, file, "", -1, -1, cat("cannot open source shard: ", openError)});
     } else {
       for (size_t j : runs[r]) {
         const SourceJob& job = jobs[j];

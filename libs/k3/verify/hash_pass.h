@@ -11,6 +11,7 @@
 #include <string>
 
 #include "k3/verify/container_checker.h"
+#include "k3/verify/source_index.h"
 #include "k3/verify/verify_report.h"
 
 namespace k3::verify {
@@ -36,8 +37,8 @@ uint64_t hashContainer(const ContainerFacts& facts, const HashOptions& opts, Ver
 // Hashes the source snapshot's bytes of every manifest expert (its six
 // tensors in container order) and compares with the manifest; appends
 // Source / Unreadable problems. Returns bytes read.
-uint64_t hashSource(const std::string& srcDir, const ContainerFacts& facts, const HashOptions& opts,
-                    VerifyReport& report);
+uint64_t hashSource(const std::string& srcDir, const SourceIndex& source, const ContainerFacts& facts,
+                    const HashOptions& opts, VerifyReport& report);
 
 }  // namespace k3::verify
 

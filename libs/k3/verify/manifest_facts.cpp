@@ -12,6 +12,10 @@ ManifestFacts loadManifestFacts(const std::string& path) {
   f.mlaBits = m.settings.mlaBits;
   f.headBits = m.settings.headBits;
   f.expertBytes = m.expertBytes;
+  f.configSha256 = m.configSha256;
+  f.prefix = m.prefix;
+  f.numLayers = m.numLayers;
+  f.numExperts = m.numExperts;
   for (const auto& s : m.shards) {
     f.shards.push_back({s.file, s.size, s.sha256, s.dataOffset, s.tensors, s.source.file, s.source.size,
                         s.source.headerSha256});

@@ -44,6 +44,11 @@ struct ManifestFacts {
   std::vector<ManifestExpertFact> experts;
   std::vector<ManifestFileFact> files;
   uint64_t expertBytes = 0;
+  // source: what the container was made from, checked against DST/config.json.
+  std::string configSha256;
+  std::string prefix;
+  int numLayers = 0;
+  int numExperts = 0;
 };
 
 // Loads DST/k3-manifest.json through k3::ExpertManifest. Throws k3::Error.

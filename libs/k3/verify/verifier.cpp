@@ -4,6 +4,8 @@
 
 #include "k3/verify/container_checker.h"
 #include "k3/verify/hash_pass.h"
+#include "k3/verify/source_dense.h"
+#include "k3/verify/source_index.h"
 
 namespace k3::verify {
 
@@ -27,7 +29,11 @@ VerifyReport verifyContainer(const std::string& dst, const VerifyOptions& opts) 
   }
   uint64_t hashed = 0;
   if (opts.full) hashed += hashContainer(facts, hopts, report);
-  if (!opts.source.empty()) hashed += hashSource(opts.source, facts, hopts, report);
+  if (!opts.source.empty()) {
+    const SourceIndex source = scanSource(opts.source, report);
+    hashed += hashSource(opts.source, source, facts, hopts, report);
+    hashed += compareDenseWithSource(source, facts, hopts, report);
+  }
   report.summary().bytesHashed = hashed;
   report.sort();
   report.summary().seconds =

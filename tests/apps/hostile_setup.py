@@ -1,0 +1,226 @@
+#!/usr/bin/python3
+"""Prepare one hostile or careless input for the table-driven hostile-input
+tests (hostile_input_test.cpp).
+
+    hostile_setup.py CASE ROOT
+
+ROOT holds throw-away copies: ROOT/src (tiny synthetic snapshot) and ROOT/c
+(its --bits 4 container). Edits them in place with the standard library only,
+independent of the C++ code under test. Special files (FIFOs, symlinks to
+/dev/zero, directories) replace regular ones; sizes beyond the tools' caps are
+made as sparse files, so they cost no disk.
+"""
+import json
+import os
+import struct
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from malform_snapshot import edit_json, read_st, write_st  # noqa: E402
+
+SRC_SHARD = "model-00003-of-000011.safetensors"  # layer 2: KDA + MoE
+C_SHARD = "model-00003-of-000009.safetensors"
+P = "language_model.model.layers.2."
+
+
+def replace(path, how):
+    """Replace a file by a FIFO, a /dev/zero symlink, a directory, or a sparse giant."""
+    if os.path.lexists(path):
+        os.remove(path)
+    if how == "fifo":
+        os.mkfifo(path)
+    elif how == "devzero":
+        os.symlink("/dev/zero", path)
+    elif how == "dir":
+        os.mkdir(path)
+    elif how.startswith("sparse:"):
+        with open(path, "wb") as f:
+            f.truncate(int(how[7:]))
+    else:
+        raise SystemExit(f"unknown replacement {how}")
+
+
+def set_element(path, tensor, index, raw_bytes):
+    """Overwrite element `index` of `tensor` in a safetensors file (same size)."""
+    h, data = read_st(path)
+    t = h[tensor]
+    size = {"BF16": 2, "F16": 2, "F32": 4}[t["dtype"]]
+    b = t["data_offsets"][0] + index * size
+    data = data[:b] + raw_bytes + data[b + size:]
+    write_st(path, h, data)
+
+
+def set_header(path, tensor, key, value):
+    """Change one header field of a tensor (the data stays)."""
+    h, data = read_st(path)
+    h[tensor][key] = value
+    write_st(path, h, data)
+
+
+def flip_tensor_byte(path, tensor, at=1):
+    h, data = read_st(path)
+    b = h[tensor]["data_offsets"][0] + at
+    data = data[:b] + bytes([data[b] ^ 0x01]) + data[b + 1:]
+    write_st(path, h, data)
+
+
+def rehash_manifest_shard(c, shard):
+    """The attacker's move: recompute the shard's SHA-256 in the manifest."""
+    import hashlib
+    digest = hashlib.sha256(open(os.path.join(c, shard), "rb").read()).hexdigest()
+
+    def fix(m):
+        for s in m["shards"]:
+            if s["file"] == shard:
+                s["sha256"] = digest
+    edit_json(os.path.join(c, "k3-manifest.json"), fix)
+
+
+def manifest(c, fn):
+    edit_json(os.path.join(c, "k3-manifest.json"), fn)
+
+
+def add_manifest_file(c, name, size=5):
+    manifest(c, lambda m: m["files"].append({"file": name, "size": size, "sha256": "0" * 64}))
+
+
+def text_config(d, key, value):
+    edit_json(os.path.join(d, "config.json"), lambda o: o["text_config"].__setitem__(key, value))
+
+
+def add_unknown_tensor(src):
+    """An extra BF16 tensor nothing in config.json implies, in shard and index."""
+    sp = os.path.join(src, SRC_SHARD)
+    h, data = read_st(sp)
+    end = max(v["data_offsets"][1] for k, v in h.items() if k != "__metadata__")
+    name = P + "extra_unknown.weight"
+    h[name] = {"dtype": "BF16", "shape": [4], "data_offsets": [end, end + 8]}
+    write_st(sp, h, data[:end] + b"\0" * 8 + data[end:])
+    edit_json(os.path.join(src, "model.safetensors.index.json"),
+              lambda o: o["weight_map"].__setitem__(name, SRC_SHARD))
+
+
+def tiktoken_lines(src, fn):
+    p = os.path.join(src, "tiktoken.model")
+    lines = open(p).read().splitlines()
+    open(p, "w").write("\n".join(fn(lines)) + "\n")
+
+
+CASES = {
+    # ---- special files and sizes in the source snapshot (k3-repack) ----
+    "src_config_fifo": lambda s, c: replace(f"{s}/config.json", "fifo"),
+    "src_config_devzero": lambda s, c: replace(f"{s}/config.json", "devzero"),
+    "src_config_dir": lambda s, c: replace(f"{s}/config.json", "dir"),
+    "src_config_huge": lambda s, c: replace(f"{s}/config.json", "sparse:17000000"),
+    "src_index_fifo": lambda s, c: replace(f"{s}/model.safetensors.index.json", "fifo"),
+    "src_index_devzero": lambda s, c: replace(f"{s}/model.safetensors.index.json", "devzero"),
+    "src_index_dir": lambda s, c: replace(f"{s}/model.safetensors.index.json", "dir"),
+    "src_index_huge": lambda s, c: replace(f"{s}/model.safetensors.index.json", "sparse:1100000000"),
+    "src_shard_fifo": lambda s, c: replace(f"{s}/{SRC_SHARD}", "fifo"),
+    "src_shard_devzero": lambda s, c: replace(f"{s}/{SRC_SHARD}", "devzero"),
+    "src_shard_dir": lambda s, c: replace(f"{s}/{SRC_SHARD}", "dir"),
+    "src_tiktoken_fifo": lambda s, c: replace(f"{s}/tiktoken.model", "fifo"),
+    "src_tiktoken_devzero": lambda s, c: replace(f"{s}/tiktoken.model", "devzero"),
+    "src_tiktoken_dir": lambda s, c: replace(f"{s}/tiktoken.model", "dir"),
+    "src_tiktoken_huge": lambda s, c: replace(f"{s}/tiktoken.model", "sparse:70000000"),
+    "src_tokcfg_fifo": lambda s, c: replace(f"{s}/tokenizer_config.json", "fifo"),
+    "src_tokcfg_devzero": lambda s, c: replace(f"{s}/tokenizer_config.json", "devzero"),
+    "src_gencfg_fifo": lambda s, c: replace(f"{s}/generation_config.json", "fifo"),
+    # ---- paths in the source index ----
+    "src_index_shard_dotdot": lambda s, c: edit_json(
+        f"{s}/model.safetensors.index.json",
+        lambda o: o["weight_map"].__setitem__(P + "input_layernorm.weight", "../" + SRC_SHARD)),
+    "src_index_shard_absolute": lambda s, c: edit_json(
+        f"{s}/model.safetensors.index.json",
+        lambda o: o["weight_map"].__setitem__(P + "input_layernorm.weight", "/dev/zero")),
+    # ---- values in the source config ----
+    "src_config_num_experts_1e6": lambda s, c: text_config(s, "num_experts", 1000000),
+    "src_config_layers_1e5": lambda s, c: text_config(s, "num_hidden_layers", 100000),
+    "src_config_hidden_huge": lambda s, c: text_config(s, "hidden_size", 1 << 30),
+    "src_config_vocab_negative": lambda s, c: text_config(s, "vocab_size", -5),
+    # ---- tensors that k3-verify would reject ----
+    # same byte count, another shape / dtype
+    "src_dense_wrong_shape": lambda s, c: set_header(f"{s}/{SRC_SHARD}", P + "self_attn.g_proj.weight", "shape", [64, 256]),
+    "src_norm_wrong_shape": lambda s, c: set_header(f"{s}/{SRC_SHARD}", P + "input_layernorm.weight", "shape", [2, 64]),
+    "src_norm_int_dtype": lambda s, c: set_header(f"{s}/{SRC_SHARD}", P + "input_layernorm.weight", "dtype", "I16"),
+    "src_expert_i8": lambda s, c: set_header(
+        f"{s}/{SRC_SHARD}", P + "block_sparse_moe.experts.3.w1.weight_packed", "dtype", "I8"),
+    "src_unknown_tensor": lambda s, c: add_unknown_tensor(s),
+    "src_nan_quantized": lambda s, c: set_element(f"{s}/{SRC_SHARD}", P + "self_attn.q_proj.weight", 77, b"\xc0\x7f"),
+    "src_inf_quantized": lambda s, c: set_element(f"{s}/{SRC_SHARD}", P + "self_attn.k_proj.weight", 5, b"\x80\x7f"),
+    "src_neg_inf_norm": lambda s, c: set_element(f"{s}/{SRC_SHARD}", P + "input_layernorm.weight", 3, b"\x80\xff"),
+    "src_nan_f32": lambda s, c: set_element(f"{s}/{SRC_SHARD}", P + "self_attn.dt_bias", 9, b"\x00\x00\xc0\x7f"),
+    # ---- tokenizer files ----
+    "src_tiktoken_dup_rank": lambda s, c: tiktoken_lines(s, lambda ls: ls[:-1] + [ls[-1].split()[0] + " 0"]),
+    "src_tiktoken_dup_bytes": lambda s, c: tiktoken_lines(s, lambda ls: ls + [ls[0].split()[0] + f" {len(ls)}"]),
+    "src_tiktoken_garbage": lambda s, c: tiktoken_lines(s, lambda ls: ls[:10] + ["not-a-token-line"] + ls[10:]),
+    "src_tiktoken_bad_base64": lambda s, c: tiktoken_lines(s, lambda ls: ["@@@@ 0"] + ls[1:]),
+    "src_tokcfg_invalid_json": lambda s, c: open(f"{s}/tokenizer_config.json", "a").write("{"),
+    "src_tokcfg_id_collides": lambda s, c: edit_json(
+        f"{s}/tokenizer_config.json",
+        lambda o: o["added_tokens_decoder"].__setitem__("3", {"content": "<|x|>", "special": True})),
+    "src_tokcfg_dup_content": lambda s, c: edit_json(
+        f"{s}/tokenizer_config.json",
+        lambda o: o["added_tokens_decoder"]["513"].__setitem__("content", "[BOS]")),
+    # ---- the container (k3-verify) ----
+    "c_config_fifo": lambda s, c: replace(f"{c}/config.json", "fifo"),
+    "c_config_devzero": lambda s, c: replace(f"{c}/config.json", "devzero"),
+    "c_config_dir": lambda s, c: replace(f"{c}/config.json", "dir"),
+    "c_config_huge": lambda s, c: replace(f"{c}/config.json", "sparse:17000000"),
+    "c_index_fifo": lambda s, c: replace(f"{c}/model.safetensors.index.json", "fifo"),
+    "c_index_devzero": lambda s, c: replace(f"{c}/model.safetensors.index.json", "devzero"),
+    "c_index_huge": lambda s, c: replace(f"{c}/model.safetensors.index.json", "sparse:1100000000"),
+    "c_manifest_fifo": lambda s, c: replace(f"{c}/k3-manifest.json", "fifo"),
+    "c_manifest_devzero": lambda s, c: replace(f"{c}/k3-manifest.json", "devzero"),
+    "c_manifest_dir": lambda s, c: replace(f"{c}/k3-manifest.json", "dir"),
+    "c_manifest_huge": lambda s, c: replace(f"{c}/k3-manifest.json", "sparse:1100000000"),
+    "c_shard_fifo": lambda s, c: replace(f"{c}/{C_SHARD}", "fifo"),
+    "c_shard_devzero": lambda s, c: replace(f"{c}/{C_SHARD}", "devzero"),
+    "c_shard_dir": lambda s, c: replace(f"{c}/{C_SHARD}", "dir"),
+    "c_tiktoken_fifo": lambda s, c: replace(f"{c}/tiktoken.model", "fifo"),
+    "c_tiktoken_devzero": lambda s, c: replace(f"{c}/tiktoken.model", "devzero"),
+    "c_unexpected_file": lambda s, c: open(f"{c}/notes.txt", "w").write("hello"),
+    "c_unexpected_dir": lambda s, c: os.mkdir(f"{c}/junk"),
+    "c_unexpected_fifo": lambda s, c: os.mkfifo(f"{c}/pipe"),
+    "c_files_dotdot": lambda s, c: add_manifest_file(c, "../../../../etc/hostname"),
+    "c_files_absolute": lambda s, c: add_manifest_file(c, "/dev/zero"),
+    "c_files_subdir": lambda s, c: add_manifest_file(c, "sub/x"),
+    "c_files_empty": lambda s, c: add_manifest_file(c, ""),
+    "c_files_dot": lambda s, c: add_manifest_file(c, "."),
+    "c_files_symlink_out": lambda s, c: (os.symlink("/etc/hostname", f"{c}/hostname"),
+                                         add_manifest_file(c, "hostname", os.path.getsize("/etc/hostname"))),
+    "c_files_symlink_devzero": lambda s, c: (os.symlink("/dev/zero", f"{c}/zero"), add_manifest_file(c, "zero")),
+    "c_shard_name_dotdot": lambda s, c: manifest(c, lambda m: m["shards"][0].__setitem__("file", "../" + C_SHARD)),
+    "c_source_file_dotdot": lambda s, c: manifest(
+        c, lambda m: m["shards"][0]["source"].__setitem__("file", "../../etc/passwd")),
+    "c_config_sha_changed": lambda s, c: open(f"{c}/config.json", "a").write("\n"),
+    "c_manifest_num_experts_1e6": lambda s, c: manifest(c, lambda m: m["source"].__setitem__("num_experts", 1000000)),
+    "c_manifest_layers_1e6": lambda s, c: manifest(c, lambda m: m["source"].__setitem__("num_hidden_layers", 1000000)),
+    "c_manifest_num_experts_other": lambda s, c: manifest(c, lambda m: m["source"].__setitem__("num_experts", 8)),
+    "c_manifest_layers_other": lambda s, c: manifest(c, lambda m: m["source"].__setitem__("num_hidden_layers", 3)),
+    "c_manifest_prefix_other": lambda s, c: manifest(c, lambda m: m["source"].__setitem__("prefix", "")),
+    "c_manifest_bits_absurd": lambda s, c: manifest(c, lambda m: m["settings"].__setitem__("bits", 1000)),
+    "c_manifest_bits_5": lambda s, c: manifest(c, lambda m: m["settings"].__setitem__("bits", 5)),
+    "c_config_num_experts_1e6": lambda s, c: text_config(c, "num_experts", 1000000),
+    "c_dense_byte_rehashed": lambda s, c: (flip_tensor_byte(f"{c}/{C_SHARD}", P + "self_attn.q_proj.weight"),
+                                           rehash_manifest_shard(c, C_SHARD)),
+    "c_norm_byte_rehashed": lambda s, c: (flip_tensor_byte(f"{c}/{C_SHARD}", P + "input_layernorm.weight"),
+                                          rehash_manifest_shard(c, C_SHARD)),
+    "c_scale_byte_rehashed": lambda s, c: (flip_tensor_byte(f"{c}/{C_SHARD}", P + "self_attn.v_proj.weight.qs", 2),
+                                           rehash_manifest_shard(c, C_SHARD)),
+    "src_dense_byte": lambda s, c: flip_tensor_byte(f"{s}/{SRC_SHARD}", P + "self_attn.o_proj.weight"),
+    "c_tokenizer_json_ok": lambda s, c: open(f"{c}/tokenizer.json", "w").write("{}"),
+    "c_stale_lock_ok": lambda s, c: open(f"{c}/.k3-repack.lock", "w").write("999999\n"),
+    "none": lambda s, c: None,
+}
+
+
+def main():
+    case, root = sys.argv[1], sys.argv[2]
+    if case not in CASES:
+        sys.exit(f"unknown case {case}")
+    CASES[case](os.path.join(root, "src"), os.path.join(root, "c"))
+
+
+if __name__ == "__main__":
+    main()
