@@ -68,6 +68,13 @@ def eval_docs(held_jsonl, out_jsonl, per_source=8, min_chars=150, max_chars=1200
                     f.write(json.dumps(by[src][i]) + "\n")
 
 
+def write_info(out_dir, info):
+    """DIR/data.json (counts and provenance), echoed to stdout."""
+    with open(os.path.join(out_dir, "data.json"), "w") as f:
+        json.dump(info, f, indent=1)
+    print(json.dumps(info))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
@@ -138,9 +145,7 @@ def main(argv=None):
             "held_tokens": int(sum(len(s) for s in he_seqs)),
             "train_cities": len(train_cities), "held_cities": len(held_cities),
             "bpe_seconds": round(t1 - t0, 1), "seconds": round(time.time() - t0, 1)}
-    with open(os.path.join(a.out, "data.json"), "w") as f:
-        json.dump(info, f, indent=1)
-    print(json.dumps(info))
+    write_info(a.out, info)
     return 0
 
 
