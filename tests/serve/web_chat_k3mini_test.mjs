@@ -8,6 +8,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { launchBrowser, closeBrowser } from "../../scripts/node/k3_browser.mjs";
 import { SOURCE_DIR, k3MiniContainer, startServer } from "./serve_fixture.mjs";
+import { chatView } from "./web_chat_view.mjs";
 
 const TMP = process.env.K3_TEST_TMP ?? path.join(SOURCE_DIR, "build/release/testdata");
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -48,17 +49,7 @@ test("k3-mini answers a definition question with thinking, then the answer", asy
   const end = Date.now() + 60_000;
   let v;
   for (;;) {
-    v = await page.evaluate(() => {
-      const last = [...document.querySelectorAll(".msg.assistant")].pop();
-      const think = last && last.querySelector("details.thinking");
-      return {
-        streaming: !document.getElementById("stop").hidden,
-        answer: last ? last.querySelector(".answer").innerText : "",
-        thinkingShown: !!think && !think.hidden,
-        thinking: think ? think.querySelector(".think-body").textContent : "",
-        banner: (document.querySelector(".banner") || {}).textContent || "",
-      };
-    });
+    v = await chatView(page);
     assert.equal(v.banner, "", "the request failed");
     if (v.answer && !v.streaming) break;
     assert.ok(Date.now() < end, "the answer did not finish within 60 s");

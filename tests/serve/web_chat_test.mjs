@@ -15,6 +15,7 @@ import path from "node:path";
 import { launchBrowser, closeBrowser } from "../../scripts/node/k3_browser.mjs";
 import { startServer } from "./serve_fixture.mjs";
 import { chattyTinyModel } from "./web_chat_model.mjs";
+import { chatView } from "./web_chat_view.mjs";
 
 const SOURCE_DIR = process.env.K3_SOURCE_DIR ?? path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
 const TMP = process.env.K3_TEST_TMP ?? path.join(SOURCE_DIR, "build/release/testdata");
@@ -90,25 +91,7 @@ async function waitUntil(what, fn, timeoutMs = 30_000, stepMs = 50) {
   }
 }
 
-// What the page shows, read from the DOM.
-const view = () => page.evaluate(() => {
-  const last = [...document.querySelectorAll(".msg.assistant")].pop();
-  const think = last && last.querySelector("details.thinking");
-  return {
-    streaming: !document.getElementById("stop").hidden,
-    answer: last ? last.querySelector(".answer").innerText : "",
-    thinkingShown: !!think && !think.hidden,
-    thinking: think ? think.querySelector(".think-body").textContent : "",
-    note: last ? last.querySelector(".note").textContent : "",
-    meta: last ? last.querySelector(".meta").textContent : "",
-    users: [...document.querySelectorAll(".msg.user .bubble")].map((b) => b.textContent),
-    assistants: document.querySelectorAll(".msg.assistant").length,
-    banner: (document.querySelector(".banner") || {}).textContent || "",
-    title: document.getElementById("conv-title").textContent,
-    list: [...document.querySelectorAll("#conv-list .conv-title")].map((t) => t.textContent),
-    current: (document.querySelector('#conv-list [aria-current="true"] .conv-title') || {}).textContent || "",
-  };
-});
+const view = () => chatView(page);
 const generatedText = (v) => v.answer + v.thinking;
 
 async function setSettings({ maxTokens, temperature, thinking, system }) {
