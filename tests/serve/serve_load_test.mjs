@@ -4,6 +4,7 @@
 // requests with the resident set measured (printed, and bounded).
 import test, { after, before } from "node:test";
 import assert from "node:assert/strict";
+import fs from "node:fs";
 import { APIError, rssKiB, startServer } from "./serve_fixture.mjs";
 
 let srv, client;
@@ -66,6 +67,10 @@ test("300 sequential requests: resident set flat", async () => {
     if ((i + 1) % 100 === 0) rss.push(rssKiB(srv.proc.pid));
   }
   console.log(`RSS KiB after warm-up and after each 100 of 300 sequential requests: ${rss.join(" ")}`);
-  assert.ok(rss.at(-1) - rss[0] < 8 * 1024, `RSS grew ${(rss.at(-1) - rss[0]) / 1024} MiB`);
+  // Under ASan freed memory sits in its quarantine (up to 256 MiB) before it is
+  // reused, so RSS climbs whatever the code does; there LeakSanitizer at exit
+  // is the leak check, and the bound holds for the real (release) binary.
+  const asan = fs.readFileSync(`/proc/${srv.proc.pid}/maps`, "utf8").includes("libasan");
+  if (!asan) assert.ok(rss.at(-1) - rss[0] < 8 * 1024, `RSS grew ${(rss.at(-1) - rss[0]) / 1024} MiB`);
   assert.equal((await fetch(`${srv.url}/health`)).status, 200);
 });
