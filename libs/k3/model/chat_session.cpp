@@ -2,17 +2,9 @@
 
 #include <algorithm>
 
-#include "k3/io/error.h"
-
 namespace k3::model {
 
 namespace {
-int32_t special(const tok::Tokenizer& tok, const char* name) {
-  auto id = tok.specialId(name);
-  if (!id) fail(ErrorKind::Missing, "tokenizer: the chat special token ", name, " is missing");
-  return static_cast<int32_t>(*id);
-}
-
 tok::ChatMessage textMessage(const char* role, const std::string& text) {
   tok::ChatMessage m;
   m.role = role;
@@ -22,8 +14,7 @@ tok::ChatMessage textMessage(const char* role, const std::string& text) {
 }  // namespace
 
 ChatSession::ChatSession(Session& session, const tok::Tokenizer& tok, bool thinking, const std::string& system)
-    : session_(session), tok_(tok), thinking_(thinking), open_(special(tok, "<|open|>")),
-      close_(special(tok, "<|close|>")), sep_(special(tok, "<|sep|>")), endOfMsg_(special(tok, "<|end_of_msg|>")) {
+    : session_(session), tok_(tok), thinking_(thinking), sp_(tok::xtmlSpecials(tok, "chat session")) {
   if (!system.empty()) messages_.push_back(textMessage("system", system));
 }
 
@@ -49,8 +40,8 @@ ChatReply ChatSession::turn(const std::string& user, Sampler& sampler, const Gen
   session_.feed(std::span<const int32_t>(lastPrompt_).subspan(session_.history().size()));
 
   GenerateOptions opts = gen;
-  if (std::find(opts.stopIds.begin(), opts.stopIds.end(), endOfMsg_) == opts.stopIds.end())
-    opts.stopIds.push_back(endOfMsg_);
+  if (std::find(opts.stopIds.begin(), opts.stopIds.end(), endOfMessageId()) == opts.stopIds.end())
+    opts.stopIds.push_back(endOfMessageId());
   opts.feedStopToken = true;
 
   // Display filter: structural runs are <|open|>/<|close|> … <|sep|>; the
@@ -59,15 +50,16 @@ ChatReply ChatSession::turn(const std::string& user, Sampler& sampler, const Gen
   ChatChannel channel = thinking_ ? ChatChannel::Thinking : ChatChannel::Answer;
   bool inTag = false, closing = false;
   std::string tag;
-  auto onToken = [&](int32_t id) {
-    if (id == endOfMsg_ || id == open_ || id == close_) {
-      inTag = id != endOfMsg_;
-      closing = id == close_;
+  auto onToken = [&](int32_t token) {
+    const auto id = static_cast<uint32_t>(token);
+    if (id == sp_.endOfMsg || id == sp_.open || id == sp_.close) {
+      inTag = id != sp_.endOfMsg;
+      closing = id == sp_.close;
       tag.clear();
       return;
     }
     if (inTag) {
-      if (id == sep_) {
+      if (id == sp_.sep) {
         inTag = false;
         const bool think = tag.rfind("think", 0) == 0, response = tag.rfind("response", 0) == 0;
         if (closing)
@@ -79,12 +71,12 @@ ChatReply ChatSession::turn(const std::string& user, Sampler& sampler, const Gen
         else
           channel = ChatChannel::Structure;
       } else {
-        tag += tok_.tokenBytes(static_cast<uint32_t>(id));
+        tag += tok_.tokenBytes(id);
       }
       return;
     }
-    if (id == sep_ || channel == ChatChannel::Structure) return;
-    const std::string bytes = tok_.tokenBytes(static_cast<uint32_t>(id));
+    if (id == sp_.sep || channel == ChatChannel::Structure) return;
+    const std::string bytes = tok_.tokenBytes(id);
     (channel == ChatChannel::Thinking ? reply.thinking : reply.answer) += bytes;
     onText(channel, bytes);
   };

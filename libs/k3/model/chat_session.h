@@ -14,6 +14,7 @@
 #include "k3/model/session.h"
 #include "k3/tok/chat_encoder.h"
 #include "k3/tok/tokenizer.h"
+#include "k3/tok/xtml_specials.h"
 
 namespace k3::model {
 
@@ -39,7 +40,7 @@ class ChatSession {
   tok::ChatRequest request() const;
   // The ids the model state held when the last reply started (the prompt).
   const std::vector<int32_t>& lastPrompt() const { return lastPrompt_; }
-  int32_t endOfMessageId() const { return endOfMsg_; }
+  int32_t endOfMessageId() const { return static_cast<int32_t>(sp_.endOfMsg); }
 
  private:
   Session& session_;
@@ -47,7 +48,7 @@ class ChatSession {
   bool thinking_;
   std::vector<tok::ChatMessage> messages_;
   std::vector<int32_t> lastPrompt_;
-  int32_t open_, close_, sep_, endOfMsg_;
+  tok::XtmlSpecials sp_;
 };
 
 }  // namespace k3::model

@@ -8,6 +8,7 @@
 #include "k3/io/error.h"
 #include "k3/tok/chat_request.h"
 #include "k3/tok/python_json.h"
+#include "k3/tok/xtml_specials.h"
 
 namespace k3::tok {
 namespace {
@@ -64,9 +65,7 @@ const char* argumentType(const JsonValue& v) {
 
 class XtmlWriter {
  public:
-  explicit XtmlWriter(const Tokenizer& tok)
-      : tok_(tok), open_(require("<|open|>")), close_(require("<|close|>")), sep_(require("<|sep|>")),
-        endOfMsg_(require("<|end_of_msg|>")) {}
+  explicit XtmlWriter(const Tokenizer& tok) : tok_(tok), sp_(xtmlSpecials(tok, "chat prompt")) {}
 
   void text(std::string_view s) {
     if (s.empty()) return;
@@ -79,7 +78,7 @@ class XtmlWriter {
   }
   // OPEN(tag, k=v…) = <|open|> «tag» then « k» «="» «escape(v)» «"» each, <|sep|>.
   void open(std::string_view tag, const Attrs& attrs = {}) {
-    special(open_);
+    special(sp_.open);
     text(tag);
     for (const auto& [k, v] : attrs) {
       std::string spaced(1, ' ');
@@ -89,16 +88,16 @@ class XtmlWriter {
       text(escapeAttribute(v));
       text("\"");
     }
-    special(sep_);
+    special(sp_.sep);
   }
   void close(std::string_view tag) {
-    special(close_);
+    special(sp_.close);
     text(tag);
-    special(sep_);
+    special(sp_.sep);
   }
   void endMessage() {
     close("message");
-    special(endOfMsg_);
+    special(sp_.endOfMsg);
   }
   // A whole message with one body segment.
   void message(const Attrs& attrs, std::string_view body) {
@@ -109,14 +108,8 @@ class XtmlWriter {
   RenderedChat take() { return std::move(out_); }
 
  private:
-  uint32_t require(std::string_view content) const {
-    std::optional<uint32_t> id = tok_.specialId(content);
-    if (!id) fail(ErrorKind::Missing, "chat prompt: the tokenizer has no ", content, " token (tokenizer_config.json absent?)");
-    return *id;
-  }
-
   const Tokenizer& tok_;
-  uint32_t open_, close_, sep_, endOfMsg_;
+  XtmlSpecials sp_;
   RenderedChat out_;
 };
 

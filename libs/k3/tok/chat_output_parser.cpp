@@ -2,17 +2,10 @@
 
 #include <utility>
 
-#include "k3/io/error.h"
 #include "k3/tok/id_text.h"
 
 namespace k3::tok {
 namespace {
-
-uint32_t requireSpecial(const Tokenizer& tok, std::string_view content) {
-  std::optional<uint32_t> id = tok.specialId(content);
-  if (!id) fail(ErrorKind::Missing, "chat output parser: the tokenizer has no ", content, " token (tokenizer_config.json absent?)");
-  return *id;
-}
 
 bool isDigits(std::string_view s) {
   if (s.empty() || s.size() > 9) return false;
@@ -35,38 +28,35 @@ ChatOutputParser::ChatOutputParser(const Tokenizer& tok, std::span<const ToolSpe
     : tok_(tok),
       tools_(tools.begin(), tools.end()),
       callIdPrefix_(std::move(callIdPrefix)),
-      open_(requireSpecial(tok, "<|open|>")),
-      close_(requireSpecial(tok, "<|close|>")),
-      sep_(requireSpecial(tok, "<|sep|>")),
-      endOfMsg_(requireSpecial(tok, "<|end_of_msg|>")),
+      sp_(xtmlSpecials(tok, "chat output parser")),
       where_(startInThink ? Where::Think : Where::Response) {}
 
 void ChatOutputParser::feed(uint32_t id, std::vector<ChatOutputEvent>& events) {
   const size_t pos = pos_++;
   if (where_ == Where::Failed) return;
   if (where_ == Where::Done) return malformed(pos, "nothing after <|end_of_msg|>", "token id " + std::to_string(id), events);
-  if (id == open_ || id == close_) {
-    const char* name = id == open_ ? "<|open|>" : "<|close|>";
+  if (id == sp_.open || id == sp_.close) {
+    const char* name = id == sp_.open ? "<|open|>" : "<|close|>";
     if (inMarker_)
       return malformed(pos, "the rest of the marker opened at token " + std::to_string(markerPos_) + ", then <|sep|>",
                        name, events);
     if (where_ == Where::Argument || where_ == Where::Json) {
       // Inside a value only its CLOSE may come; say so before reading the tag.
-      if (id == open_) return malformed(pos, expectedHere(), name, events);
+      if (id == sp_.open) return malformed(pos, expectedHere(), name, events);
     }
     flushText(events);
     inMarker_ = true;
-    markerIsOpen_ = id == open_;
+    markerIsOpen_ = id == sp_.open;
     markerPos_ = pos;
     markerBytes_.clear();
     return;
   }
-  if (id == sep_) {
+  if (id == sp_.sep) {
     if (!inMarker_) return malformed(pos, expectedHere(), "<|sep|> outside a marker", events);
     inMarker_ = false;
     return marker(events);
   }
-  if (id == endOfMsg_) {
+  if (id == sp_.endOfMsg) {
     if (inMarker_) return malformed(pos, "the rest of the marker opened at token " + std::to_string(markerPos_), "<|end_of_msg|>", events);
     if (where_ == Where::Call || where_ == Where::Argument || where_ == Where::Json)
       return malformed(pos, expectedHere(), "<|end_of_msg|> inside tool call " + callName(), events);

@@ -24,6 +24,7 @@
 #include "k3/tok/chat_output_marker.h"
 #include "k3/tok/tokenizer.h"
 #include "k3/tok/utf8_stream.h"
+#include "k3/tok/xtml_specials.h"
 
 namespace k3::tok {
 
@@ -89,7 +90,7 @@ class ChatOutputParser {
   const Tokenizer& tok_;
   std::vector<ToolSpec> tools_;
   std::string callIdPrefix_;
-  uint32_t open_, close_, sep_, endOfMsg_;
+  XtmlSpecials sp_;
 
   Where where_;
   size_t pos_ = 0;
