@@ -16,6 +16,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from special_file import replace_file  # noqa: E402
 
 
 def damage(rng, d):
@@ -43,18 +45,7 @@ def damage(rng, d):
         t = f + ".swap"
         os.rename(f, t), os.rename(g, f), os.rename(t, g)
         return f"swap {os.path.basename(f)} {os.path.basename(g)}"
-    os.remove(f)
-    if kind == "fifo":
-        os.mkfifo(f)
-    elif kind == "devzero":
-        os.symlink("/dev/zero", f)
-    elif kind == "dir":
-        os.mkdir(f)
-    elif kind == "sparse":
-        with open(f, "wb") as h:
-            h.truncate(rng.choice([17 << 20, 70 << 20, 1100 << 20]))
-    else:
-        open(f, "wb").close()
+    replace_file(f, f"sparse:{rng.choice([17 << 20, 70 << 20, 1100 << 20])}" if kind == "sparse" else kind)
     return f"{kind} {os.path.basename(f)}"
 
 

@@ -18,26 +18,12 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from malform_snapshot import edit_json, read_st, write_st  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../scripts"))
+from special_file import replace_file as replace  # noqa: E402
+
 SRC_SHARD = "model-00003-of-000011.safetensors"  # layer 2: KDA + MoE
 C_SHARD = "model-00003-of-000009.safetensors"
 P = "language_model.model.layers.2."
-
-
-def replace(path, how):
-    """Replace a file by a FIFO, a /dev/zero symlink, a directory, or a sparse giant."""
-    if os.path.lexists(path):
-        os.remove(path)
-    if how == "fifo":
-        os.mkfifo(path)
-    elif how == "devzero":
-        os.symlink("/dev/zero", path)
-    elif how == "dir":
-        os.mkdir(path)
-    elif how.startswith("sparse:"):
-        with open(path, "wb") as f:
-            f.truncate(int(how[7:]))
-    else:
-        raise SystemExit(f"unknown replacement {how}")
 
 
 def set_element(path, tensor, index, raw_bytes):
