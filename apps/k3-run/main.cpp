@@ -349,7 +349,9 @@ int runMain(const Args& a) {
   });
   if (!a.json) std::fputc('\n', stdout);
   printStats(a, session, jsonIds("prompt_ids", ids) + jsonIds("tokens", g.tokens) +
-                             cat(",\"stopped\":", g.stopped ? "true" : "false"));
+                             cat(",\"stopped\":", g.stopped ? "true" : "false") +
+                             cat(",\"decode_wall_tok_s\":",
+                                 g.firstToLastSeconds > 0 ? (g.tokens.size() - 1) / g.firstToLastSeconds : 0.0));
   return 0;
 }
 
@@ -394,6 +396,8 @@ int main(int argc, char** argv) {
   app.add_option("--model-name", a.srv.modelName, "--serve: model id in /v1/models (default k3)");
   app.add_option("--queue", a.srv.engine.queue, "--serve: requests that may wait for the engine (default 8)");
   app.add_option("--state-cache-gb", a.stateCacheGb, "--serve: state checkpoints kept for reuse, GB (0 = no reuse; default 1)");
+  app.add_option("--stream-interval-ms", a.srv.streamIntervalMs,
+                 "--serve: send streamed output at most this often, ms (default 10; 0 = every token)");
   app.add_option("--cors", a.srv.corsOrigin, "--serve: allow this browser origin (CORS off by default)");
   CLI11_PARSE(app, argc, argv);
   try {

@@ -1,6 +1,7 @@
 #include "k3/model/generate.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "k3/io/error.h"
 
@@ -11,10 +12,14 @@ GenerateResult generate(Session& session, Sampler& sampler, const GenerateOption
   if (session.position() == 0) fail(ErrorKind::Usage, "generate: nothing was fed (empty prompt)");
   GenerateResult r;
   r.tokens.reserve(opts.maxTokens);
+  std::chrono::steady_clock::time_point first;
   for (size_t i = 0; i < opts.maxTokens; ++i) {
     const int32_t id = sampler.sample(session.lastLogits());
     r.tokens.push_back(id);
     onToken(id);
+    const auto now = std::chrono::steady_clock::now();
+    if (i == 0) first = now;
+    r.firstToLastSeconds = std::chrono::duration<double>(now - first).count();
     const bool stop = std::find(opts.stopIds.begin(), opts.stopIds.end(), id) != opts.stopIds.end();
     if (stop) {
       r.stopped = true;

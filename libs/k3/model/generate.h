@@ -22,6 +22,10 @@ struct GenerateOptions {
 struct GenerateResult {
   std::vector<int32_t> tokens;  // sampled, including the stop token if hit
   bool stopped = false;         // ended on a stop id (not on the limit)
+  // Wall time from the first token handed to the caller to the last: what a
+  // reader of the stream sees (sampling and the caller's output included),
+  // the like-for-like figure for a client timing a served stream.
+  double firstToLastSeconds = 0;
 };
 
 // Session must have been fed at least one token. onToken(id) is called for

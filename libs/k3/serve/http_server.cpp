@@ -10,6 +10,7 @@
 #include "k3/io/error.h"
 #include "k3/io/json_text.h"
 #include "k3/serve/api_error.h"
+#include "k3/serve/delta_reader.h"
 #include "k3/serve/json_body.h"
 #include "k3/serve/peer_socket.h"
 #include "k3/serve/prompt_render.h"
@@ -52,15 +53,6 @@ void logLine(const std::string& method, const std::string& path, int status, con
 }
 void logLine(const httplib::Request& req, int status, const GenerationUsage* u, Clock::time_point t0) {
   logLine(req.method, req.path, status, u, t0);
-}
-
-// Takes the deltas produced so far; true once the job is done.
-bool takeOutput(GenerationJob& job, std::vector<OutputDelta>& out) {
-  std::unique_lock<std::mutex> lock(job.m);
-  job.cv.wait_for(lock, kPoll, [&] { return job.done || !job.pending.empty(); });
-  out.clear();
-  out.swap(job.pending);
-  return job.done;  // everything pushed before done is in `out`
 }
 
 std::string finishFor(const GenerationJob& job) {
@@ -273,15 +265,17 @@ void HttpServer::routes() {
         return;
       }
       const int fd = findPeerSocket(req.remote_addr, req.remote_port, req.local_port);
+      const std::chrono::milliseconds interval(opts_.streamIntervalMs);
       ResponseMeta meta{randomId(chat ? "chatcmpl-" : "cmpl-"), unixNow(),
                         job->params.model.empty() ? opts_.modelName : job->params.model};
 
       if (!job->params.stream) {
         std::vector<OutputDelta> deltas;
         tok::ChatMessage msg;
+        DeltaReader reader(*job, interval, kPoll);
         bool done = false;
         while (!done) {
-          done = takeOutput(*job, deltas);
+          done = reader.take(deltas);
           for (const auto& d : deltas) addDelta(msg, d);
           if (!done && peerClosed(fd)) job->cancel = true;  // keep waiting: the engine stops within a step
         }
@@ -301,14 +295,15 @@ void HttpServer::routes() {
       res.set_header("Cache-Control", "no-cache");
       res.set_chunked_content_provider(
           "text/event-stream",
-          [job, meta, chat, fd](size_t, httplib::DataSink& sink) {
+          [job, meta, chat, fd, interval](size_t, httplib::DataSink& sink) {
             auto send = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
             if (chat && !send(sseEvent(chatChunkJson(meta, "{\"role\":\"assistant\",\"content\":\"\"}", ""))))
               return false;
             std::vector<OutputDelta> deltas;
+            DeltaReader reader(*job, interval, kPoll);
             bool done = false;
             while (!done) {
-              done = takeOutput(*job, deltas);
+              done = reader.take(deltas);
               for (const auto& d : deltas) {
                 const std::string ev = chat ? chatChunkJson(meta, chatDeltaJson(d), "")
                                             : completionChunkJson(meta, d.text, "");

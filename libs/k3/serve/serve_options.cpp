@@ -15,6 +15,8 @@ void checkServeOptions(const ServeOptions& o) {
     fail(ErrorKind::Usage, "--host ", o.host,
          " is not a loopback address: give --api-key or --api-key-file (refusing to serve without a key)");
   if (o.port < 0 || o.port > 65535) fail(ErrorKind::Usage, "--port ", o.port, " is not a TCP port");
+  if (o.streamIntervalMs < 0 || o.streamIntervalMs > 1000)
+    fail(ErrorKind::Usage, "--stream-interval-ms ", o.streamIntervalMs, " is outside [0, 1000]");
   if (o.engine.queue == 0) fail(ErrorKind::Usage, "--queue must be at least 1");
 }
 

@@ -20,6 +20,7 @@ struct ServeOptions {
   int readTimeoutSeconds = 10;      // per read of headers/body (slowloris)
   size_t maxTokens = 0;             // clamp on max_tokens; 0 = the context size
   size_t httpThreads = 0;           // 0: queue + 16
+  int streamIntervalMs = 10;        // output handed to the client at most this often (0: every token)
   EngineOptions engine;
 };
 
