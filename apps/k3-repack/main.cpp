@@ -8,10 +8,10 @@
 #include <iostream>
 #include <thread>
 
-#include "k3/convert/progress_meter.h"
 #include "k3/convert/repacker.h"
-#include "k3/io/json_text.h"
 #include "k3/io/error.h"
+#include "k3/io/json_text.h"
+#include "k3/io/progress_meter.h"
 #include "k3/io/thread_pool.h"
 
 int main(int argc, char** argv) {
@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   }
 
-  const bool tty = k3::convert::stderrIsTerminal();
+  const bool tty = k3::stderrIsTerminal();
   opt.progress = tty && !opt.dryRun;
   // Crash tests: SIGKILL ourselves at the N-th converter event (source read,
   // quantized block, shard published, fragment written, finalize step).

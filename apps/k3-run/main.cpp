@@ -18,11 +18,11 @@
 #include <vector>
 
 #include "k3/io/error.h"
+#include "k3/io/process_memory.h"
 #include "k3/model/chat_session.h"
 #include "k3/model/generate.h"
 #include "k3/model/logits_writer.h"
 #include "k3/model/model_weights.h"
-#include "k3/model/run_stats.h"
 #include "k3/model/sampler.h"
 #include "k3/model/session.h"
 #include "k3/quant/cpu_features.h"

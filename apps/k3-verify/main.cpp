@@ -1,65 +1,15 @@
 // k3-verify DST [--full] [--source SRC] [--threads N] [--json]
 // Checks a repacked K3 container; exit 0 = sound, 1 = problems, 2 = could not
 // run (usage, DST unreadable, or a file in it could not be read).
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
-#include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <iostream>
-#include <mutex>
-#include <optional>
-#include <thread>
 
-#include "k3/io/json_text.h"
 #include "k3/io/error.h"
+#include "k3/io/json_text.h"
+#include "k3/io/progress_meter.h"
 #include "k3/io/thread_pool.h"
 #include "k3/verify/verifier.h"
-
-namespace {
-
-// Redraws one stderr line a few times a second while hashing runs.
-class ProgressBar {
- public:
-  explicit ProgressBar(const k3::verify::VerifyProgress& p) : p_(p), thread_([this] { loop(); }) {}
-  ~ProgressBar() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_one();
-    thread_.join();
-  }
-
- private:
-  void loop() {
-    const auto t0 = std::chrono::steady_clock::now();
-    bool drawn = false;
-    std::unique_lock<std::mutex> lock(mu_);
-    while (!cv_.wait_for(lock, std::chrono::milliseconds(250), [&] { return stop_; })) {
-      const double total = static_cast<double>(p_.total.load()), done = static_cast<double>(p_.done.load());
-      if (total <= 0) continue;
-      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      const double rate = secs > 0 ? done / secs : 0, frac = done / total;
-      const int width = 30, filled = static_cast<int>(frac * width);
-      std::string bar(static_cast<size_t>(filled), '#');
-      bar.resize(width, ' ');
-      std::fprintf(stderr, "\r[%s] %5.1f%% %.2f/%.2f GB %.2f GB/s ETA %.0fs   ", bar.c_str(), 100 * frac,
-                   done / 1e9, total / 1e9, rate / 1e9, rate > 0 ? (total - done) / rate : 0.0);
-      drawn = true;
-    }
-    if (drawn) std::fprintf(stderr, "\r%80s\r", "");
-  }
-
-  const k3::verify::VerifyProgress& p_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  std::thread thread_;
-};
-
-}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"k3-verify: check a repacked K3 container (headers, tensors, manifest; --full: SHA-256)"};
@@ -88,17 +38,14 @@ int main(int argc, char** argv) {
   opts.io = io == "direct" ? k3::verify::IoMode::Direct
             : io == "buffered" ? k3::verify::IoMode::Buffered
                                : k3::verify::IoMode::Auto;
-  k3::verify::VerifyProgress progress;
   const bool hashing = full || !source.empty();
-  if (hashing && ::isatty(STDERR_FILENO)) opts.progress = &progress;
+  k3::ProgressMeter progress(0, hashing && k3::stderrIsTerminal());
+  opts.progress = &progress;
   try {
     if (threadsOpt->count()) opts.threads = k3::checkThreadCount(threads);
     k3::verify::VerifyReport report;
-    {
-      std::optional<ProgressBar> bar;
-      if (opts.progress) bar.emplace(progress);
-      report = k3::verify::verifyContainer(dst, opts);
-    }
+    report = k3::verify::verifyContainer(dst, opts);
+    progress.finish();
     if (json) std::cout << report.json();
     else std::cout << report.text();
     if (report.incomplete()) return 2;  // something could not be read: not a verdict

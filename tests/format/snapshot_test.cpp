@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "k3/format/sha256.h"
 #include "k3/format/snapshot.h"
+#include "k3/io/sha256.h"
 #include "support/test_env.h"
 
 namespace {

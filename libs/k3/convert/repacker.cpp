@@ -1,7 +1,6 @@
 #include "k3/convert/repacker.h"
 
 #include <dirent.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,15 +12,16 @@
 #include <unordered_set>
 
 #include "k3/convert/dst_lock.h"
-#include "k3/format/durable_file.h"
 #include "k3/format/expert_manifest.h"
-#include "k3/io/json_text.h"
-#include "k3/format/sha256.h"
 #include "k3/format/snapshot.h"
 #include "k3/format/tensor_inventory.h"
 #include "k3/io/error.h"
 #include "k3/io/file_io.h"
 #include "k3/io/input_file.h"
+#include "k3/io/json_text.h"
+#include "k3/io/output_file.h"
+#include "k3/io/process_memory.h"
+#include "k3/io/sha256.h"
 #include "k3/tok/added_tokens.h"
 #include "k3/tok/vocab.h"
 
@@ -224,12 +224,6 @@ void validateTokenizerFiles(const Snapshot& snap) {
   const tok::Vocab vocab = tok::Vocab::parse(readInputFile(model, kTokenizerModelInput), model);
   if (exists(config))
     (void)tok::AddedTokens::fromConfigText(readInputFile(config, kTokenizerConfigInput), vocab.size(), config);
-}
-
-uint64_t peakRssBytes() {
-  rusage ru {};
-  ::getrusage(RUSAGE_SELF, &ru);
-  return static_cast<uint64_t>(ru.ru_maxrss) * 1024;
 }
 
 }  // namespace

@@ -9,13 +9,13 @@
 #include <optional>
 
 #include "k3/convert/finite_scan.h"
-#include "k3/format/sha256.h"
 #include "k3/io/error.h"
 #include "k3/io/file_io.h"
 #include "k3/io/input_file.h"
+#include "k3/io/sha256.h"
+#include "k3/io/sha256_ni.h"
 #include "k3/quant/bf16.h"
 #include "k3/quant/quantize.h"
-#include "k3/verify/sha256_ni.h"
 
 namespace k3::convert {
 namespace {
@@ -33,7 +33,7 @@ void preadExact(int fd, void* buf, size_t len, uint64_t offset, const std::strin
 class ShardHasher {
  public:
   explicit ShardHasher(const std::vector<PlannedExpert>& experts)
-      : experts_(experts), digests_(experts.size()), ni_(verify::sha256NiAvailable()) {}
+      : experts_(experts), digests_(experts.size()), ni_(sha256NiAvailable()) {}
 
   void consume(uint64_t offset, const uint8_t* data, size_t len) {
     const uint64_t end = offset + len;
@@ -68,7 +68,7 @@ class ShardHasher {
   }
   void both(const uint8_t* p, size_t n) {
     if (ni_) {
-      verify::Sha256Ni::updatePair(fileNi_, p, expNi_, p, n);
+      Sha256Ni::updatePair(fileNi_, p, expNi_, p, n);
     } else {
       fileSw_.update(p, n);
       expSw_.update(p, n);
@@ -77,7 +77,7 @@ class ShardHasher {
   std::string finishExpert() {
     if (ni_) {
       std::string d = expNi_.finishHex();
-      expNi_ = verify::Sha256Ni();
+      expNi_ = Sha256Ni();
       return d;
     }
     std::string d = expSw_.finishHex();
@@ -106,7 +106,7 @@ class ShardHasher {
   size_t next_ = 0;
   uint64_t scaleEdges_ = 0;
   bool ni_;
-  verify::Sha256Ni fileNi_, expNi_;
+  Sha256Ni fileNi_, expNi_;
   Sha256 fileSw_, expSw_;
 };
 

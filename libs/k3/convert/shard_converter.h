@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "k3/convert/progress_meter.h"
 #include "k3/convert/shard_plan.h"
 #include "k3/format/expert_manifest.h"
 #include "k3/format/safetensors_writer.h"
+#include "k3/io/progress_meter.h"
 #include "k3/io/thread_pool.h"
 
 namespace k3::convert {

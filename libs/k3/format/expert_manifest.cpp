@@ -2,11 +2,11 @@
 
 #include <simdjson.h>
 
-#include "k3/format/durable_file.h"
 #include "k3/format/model_config.h"
-#include "k3/io/json_text.h"
 #include "k3/io/error.h"
 #include "k3/io/input_file.h"
+#include "k3/io/json_text.h"
+#include "k3/io/output_file.h"
 
 namespace k3 {
 namespace {

@@ -16,10 +16,10 @@
 #include <thread>
 #include <unordered_set>
 
-#include "k3/format/durable_file.h"
-#include "k3/io/json_text.h"
-#include "k3/format/sha256.h"
 #include "k3/io/error.h"
+#include "k3/io/json_text.h"
+#include "k3/io/output_file.h"
+#include "k3/io/sha256.h"
 
 namespace k3 {
 namespace {

@@ -12,11 +12,11 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "k3/format/durable_file.h"
-#include "k3/format/sha256.h"
 #include "k3/format/tensor_inventory.h"
 #include "k3/io/error.h"
 #include "k3/io/input_file.h"
+#include "k3/io/output_file.h"
+#include "k3/io/sha256.h"
 
 namespace k3 {
 namespace {

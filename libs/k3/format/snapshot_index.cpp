@@ -5,10 +5,10 @@
 #include <unordered_set>
 #include <utility>
 
-#include "k3/format/durable_file.h"
-#include "k3/io/json_text.h"
 #include "k3/io/error.h"
 #include "k3/io/input_file.h"
+#include "k3/io/json_text.h"
+#include "k3/io/output_file.h"
 
 namespace k3 {
 

@@ -102,4 +102,10 @@ void AtomicOutput::commit() {
   fsyncDirectory(parentDirectory(path_));
 }
 
+void writeFileAtomic(const std::string& path, std::string_view bytes, std::span<const FileId> inputs) {
+  AtomicOutput out(path, inputs);
+  out.write(bytes);
+  out.commit();
+}
+
 }  // namespace k3

@@ -50,4 +50,8 @@ class AtomicOutput {
   bool committed_ = false;
 };
 
+// A whole small file (index, manifest fragments, copied configs, tokenizer
+// output) through AtomicOutput: never a partial file under `path`, nor the temp.
+void writeFileAtomic(const std::string& path, std::string_view bytes, std::span<const FileId> inputs = {});
+
 }  // namespace k3

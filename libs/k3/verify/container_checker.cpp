@@ -10,14 +10,14 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "k3/io/json_text.h"
+#include "k3/format/expert_manifest.h"
 #include "k3/format/safetensors_file.h"
 #include "k3/format/tensor_inventory.h"
-#include "k3/format/expert_manifest.h"
-#include "k3/format/sha256.h"
 #include "k3/io/error.h"
 #include "k3/io/file_io.h"
 #include "k3/io/input_file.h"
+#include "k3/io/json_text.h"
+#include "k3/io/sha256.h"
 
 namespace fs = std::filesystem;
 

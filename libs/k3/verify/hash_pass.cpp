@@ -1,8 +1,8 @@
 #include "k3/verify/hash_pass.h"
 
+#include "k3/io/sha256_ni.h"
 #include "k3/verify/block_reader.h"
 #include "k3/verify/job_runner.h"
-#include "k3/verify/sha256_ni.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -19,11 +19,11 @@
 #include <unordered_map>
 
 #include "k3/format/safetensors_file.h"
-#include "k3/format/sha256.h"
 #include "k3/format/tensor_inventory.h"
 #include "k3/io/error.h"
 #include "k3/io/file_io.h"
 #include "k3/io/input_file.h"
+#include "k3/io/sha256.h"
 #include "k3/io/thread_pool.h"
 
 namespace fs = std::filesystem;
@@ -138,7 +138,7 @@ uint64_t hashContainer(const ContainerFacts& facts, const HashOptions& opts, Ver
         while (first < ranges.size() && ranges[first].done) ++first;
         off = blockEnd;
         bytesRead += b.size;
-        if (opts.progress) *opts.progress += b.size;
+        if (opts.progress) opts.progress->add(b.size);
       }
       if (off != job.shard->size)
         found.push_back({ProblemKind::Size, file, "", -1, -1,
@@ -314,7 +314,7 @@ uint64_t hashSource(const std::string& srcDir, const SourceIndex& source, const 
               h.update(buf, n);
               off += n;
               bytesRead += n;
-              if (opts.progress) *opts.progress += n;
+              if (opts.progress) opts.progress->add(n);
               if (n < want) shortRead = true;
             }
           }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "k3/io/progress_meter.h"
 #include "k3/verify/container_checker.h"
 #include "k3/verify/source_index.h"
 #include "k3/verify/verify_report.h"
@@ -24,7 +25,7 @@ struct HashOptions {
   size_t threads = 0;                        // 0 = all cores
   size_t blockBytes = size_t{4} << 20;       // sequential read size
   IoMode io = IoMode::Auto;
-  std::atomic<uint64_t>* progress = nullptr; // bytes hashed so far (for a progress bar)
+  ProgressMeter* progress = nullptr;         // bytes hashed are added (may be null)
 };
 
 // Bytes the container pass will read (whole shards listed in the manifest).

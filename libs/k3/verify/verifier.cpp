@@ -21,11 +21,11 @@ VerifyReport verifyContainer(const std::string& dst, const VerifyOptions& opts) 
   hopts.blockBytes = opts.blockBytes;
   hopts.io = opts.io;
   if (opts.progress) {
-    hopts.progress = &opts.progress->done;
+    hopts.progress = opts.progress;
     uint64_t total = 0;
     if (opts.full) total += containerHashBytes(facts);
     if (!opts.source.empty()) total += sourceHashBytes(facts);
-    opts.progress->total = total;
+    opts.progress->setTotal(total);
   }
   uint64_t hashed = 0;
   if (opts.full) hashed += hashContainer(facts, hopts, report);

@@ -12,19 +12,13 @@
 
 namespace k3::verify {
 
-// Shared with a progress printer thread: bytes to hash and hashed so far.
-struct VerifyProgress {
-  std::atomic<uint64_t> total{0};
-  std::atomic<uint64_t> done{0};
-};
-
 struct VerifyOptions {
   bool full = false;           // SHA-256 of every shard and expert
   std::string source;          // non-empty: also hash the source's experts
   size_t threads = 0;          // 0 = all cores
   size_t blockBytes = size_t{4} << 20;
   IoMode io = IoMode::Auto;    // how --full reads the shards
-  VerifyProgress* progress = nullptr;
+  ProgressMeter* progress = nullptr;  // gets the bytes to hash, then each block hashed
 };
 
 // Throws k3::Error only if the run cannot happen (DST unreadable, SRC not a

@@ -1,6 +1,8 @@
-// ProgressMeter: a one-line `\r` progress bar on stderr (bytes, GB/s, ETA),
-// drawn only when stderr is a terminal and at most ~5 times a second.
-// add() is thread-safe; drawing happens on the caller of add()/finish().
+// ProgressMeter: the tools' one progress bar, a `\r` line on stderr (bytes,
+// GB/s, ETA, a label), drawn only when enabled (the apps pass "stderr is a
+// terminal") and at most ~5 times a second. add() and setTotal() are
+// thread-safe (k3-verify's hash threads add concurrently); drawing happens on
+// the caller of add()/finish().
 #pragma once
 
 #include <atomic>
@@ -9,12 +11,13 @@
 #include <mutex>
 #include <string>
 
-namespace k3::convert {
+namespace k3 {
 
 class ProgressMeter {
  public:
   ProgressMeter(uint64_t totalBytes, bool enabled);
   void setLabel(std::string label);
+  void setTotal(uint64_t totalBytes);  // when it is known only after the meter exists
   void add(uint64_t bytes);
   void finish();  // final line + newline (when enabled)
   uint64_t done() const { return done_.load(); }
@@ -23,7 +26,7 @@ class ProgressMeter {
  private:
   void draw(bool final);
 
-  uint64_t total_;
+  std::atomic<uint64_t> total_;
   bool enabled_;
   std::atomic<uint64_t> done_{0};
   std::chrono::steady_clock::time_point start_, lastDraw_;
@@ -33,4 +36,4 @@ class ProgressMeter {
 
 bool stderrIsTerminal();
 
-}  // namespace k3::convert
+}  // namespace k3

@@ -1,9 +1,9 @@
-#include "k3/model/run_stats.h"
+#include "k3/io/process_memory.h"
 
 #include <cstdio>
 #include <cstring>
 
-namespace k3::model {
+namespace k3 {
 
 namespace {
 uint64_t statusKb(const char* key) {
@@ -25,4 +25,4 @@ uint64_t statusKb(const char* key) {
 uint64_t peakRssBytes() { return statusKb("VmHWM:") * 1024; }
 uint64_t currentRssBytes() { return statusKb("VmRSS:") * 1024; }
 
-}  // namespace k3::model
+}  // namespace k3

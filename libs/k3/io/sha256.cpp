@@ -1,4 +1,4 @@
-#include "k3/format/sha256.h"
+#include "k3/io/sha256.h"
 
 #include <openssl/evp.h>
 

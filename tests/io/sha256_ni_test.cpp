@@ -6,22 +6,22 @@
 #include <random>
 #include <vector>
 
-#include "k3/format/sha256.h"
-#include "k3/verify/sha256_ni.h"
+#include "k3/io/sha256.h"
+#include "k3/io/sha256_ni.h"
 
 namespace {
 
-using k3::verify::Sha256Ni;
+using k3::Sha256Ni;
 
 TEST(Sha256Ni, FipsAbc) {
-  if (!k3::verify::sha256NiAvailable()) GTEST_SKIP() << "no SHA-NI";
+  if (!k3::sha256NiAvailable()) GTEST_SKIP() << "no SHA-NI";
   Sha256Ni h;
   h.update(reinterpret_cast<const uint8_t*>("abc"), 3);
   EXPECT_EQ(h.finishHex(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
 TEST(Sha256Ni, SingleAndPairedMatchOpenSsl) {
-  if (!k3::verify::sha256NiAvailable()) GTEST_SKIP() << "no SHA-NI";
+  if (!k3::sha256NiAvailable()) GTEST_SKIP() << "no SHA-NI";
   std::mt19937_64 rng(5);
   for (int trial = 0; trial < 300; ++trial) {
     const size_t len = rng() % 5000;

@@ -10,9 +10,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "k3/format/sha256.h"
+#include "k3/io/sha256.h"
 
-namespace k3::verify {
+namespace k3 {
 
 bool sha256NiAvailable();  // CPU has SHA-NI and SSE4.1
 
@@ -34,4 +34,4 @@ class Sha256Ni {
   uint64_t total_ = 0;
 };
 
-}  // namespace k3::verify
+}  // namespace k3

@@ -1,10 +1,10 @@
-#include "k3/verify/sha256_ni.h"
+#include "k3/io/sha256_ni.h"
 
 #include <immintrin.h>
 
 #include <cstring>
 
-namespace k3::verify {
+namespace k3 {
 namespace {
 
 alignas(16) constexpr uint32_t kK[64] = {
@@ -149,4 +149,4 @@ Sha256Digest Sha256Ni::finish() {
   return d;
 }
 
-}  // namespace k3::verify
+}  // namespace k3

@@ -1,10 +1,11 @@
-#include "k3/convert/progress_meter.h"
+#include "k3/io/progress_meter.h"
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
-namespace k3::convert {
+namespace k3 {
 
 bool stderrIsTerminal() { return ::isatty(2) == 1; }
 
@@ -15,6 +16,8 @@ void ProgressMeter::setLabel(std::string label) {
   std::lock_guard<std::mutex> lk(mu_);
   label_ = std::move(label);
 }
+
+void ProgressMeter::setTotal(uint64_t totalBytes) { total_ = totalBytes; }
 
 double ProgressMeter::seconds() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
@@ -39,9 +42,10 @@ void ProgressMeter::finish() {
 void ProgressMeter::draw(bool final) {
   const double secs = seconds();
   const double gb = static_cast<double>(done_.load()) / 1e9;
-  const double totalGb = static_cast<double>(total_) / 1e9;
+  const uint64_t total = total_.load();
+  const double totalGb = static_cast<double>(total) / 1e9;
   const double rate = secs > 0 ? gb / secs : 0;
-  const double frac = total_ ? static_cast<double>(done_.load()) / static_cast<double>(total_) : 1.0;
+  const double frac = total ? std::min(1.0, static_cast<double>(done_.load()) / static_cast<double>(total)) : 1.0;
   char bar[31];
   const int fill = static_cast<int>(frac * 30);
   for (int i = 0; i < 30; ++i) bar[i] = i < fill ? '#' : '.';
@@ -56,4 +60,4 @@ void ProgressMeter::draw(bool final) {
   std::fflush(stderr);
 }
 
-}  // namespace k3::convert
+}  // namespace k3
