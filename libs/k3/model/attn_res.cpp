@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "k3/io/error.h"
-#include "k3/model/ops.h"
+#include "k3/kernels/ops.h"
 
 namespace k3::model {
 
@@ -22,12 +22,12 @@ void AttnResState::mix(const float* prefix, const float* scorer, float eps, floa
   for (size_t e = 0; e < n; ++e) {
     const float* v = e < count_ ? snapshot(e) : prefix;
     double num = 0.0, ss = 0.0;
-    dotAndSquaresF64(v, scorer, D_, &num, &ss);
+    kernels::dotAndSquaresF64(v, scorer, D_, &num, &ss);
     p[e] = static_cast<float>(num / std::sqrt(ss / static_cast<double>(D_) + eps));
   }
-  softmax(p, n);
+  kernels::softmax(p, n);
   for (size_t d = 0; d < D_; ++d) out[d] = 0.0f;
-  for (size_t e = 0; e < n; ++e) axpy(p[e], e < count_ ? snapshot(e) : prefix, out, D_);
+  for (size_t e = 0; e < n; ++e) kernels::axpy(p[e], e < count_ ? snapshot(e) : prefix, out, D_);
 }
 
 }  // namespace k3::model

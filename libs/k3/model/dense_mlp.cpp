@@ -1,7 +1,7 @@
 #include "k3/model/dense_mlp.h"
 
 #include "k3/model/linear.h"
-#include "k3/model/ops.h"
+#include "k3/kernels/ops.h"
 
 namespace k3::model {
 
@@ -11,7 +11,7 @@ DenseMlp::DenseMlp(const ModelConfig& c, size_t maxChunk)
 
 void DenseMlp::forward(const DenseMlpWeights& w, const float* x, size_t n, float* out, ThreadPool& pool) {
   linear(pool, {LinearJob{&w.gate, x, gate_.data()}, LinearJob{&w.up, x, up_.data()}}, n);
-  situGlu(gate_.data(), up_.data(), n * inner_, b1_, b2_, gate_.data());
+  kernels::situGlu(gate_.data(), up_.data(), n * inner_, b1_, b2_, gate_.data());
   linear(pool, w.down, gate_.data(), n, out);
 }
 

@@ -4,7 +4,7 @@
 
 #include "k3/io/error.h"
 #include "k3/model/linear.h"
-#include "k3/model/ops.h"
+#include "k3/kernels/ops.h"
 
 namespace k3::model {
 
@@ -70,7 +70,7 @@ void Forward::run(ModelState& st, const int32_t* ids, size_t n, bool allPosition
       else
         std::copy_n(prefix, D_, x);
       if (startsBlock) attnRes_[t].push(prefix);
-      rmsNorm(x, L.inputNorm.data(), D_, eps, x);
+      kernels::rmsNorm(x, L.inputNorm.data(), D_, eps, x);
     });
     clock.lap(Phase::kAttnResMix);
     if (L.kda)
@@ -91,7 +91,7 @@ void Forward::run(ModelState& st, const int32_t* ids, size_t n, bool allPosition
         for (size_t d = 0; d < D_; ++d) prefix[d] += a[d];
       float* x = &mixed_[t * D_];
       attnRes_[t].mix(prefix, L.mlpResScorer.data(), eps, x);
-      rmsNorm(x, L.postAttnNorm.data(), D_, eps, x);
+      kernels::rmsNorm(x, L.postAttnNorm.data(), D_, eps, x);
     });
     clock.lap(Phase::kAttnResMix);
     if (L.moe) {
@@ -112,7 +112,7 @@ void Forward::run(ModelState& st, const int32_t* ids, size_t n, bool allPosition
   for (size_t t = first; t < n; ++t) {
     float* x = &mixed_[(t - first) * D_];
     attnRes_[t].mix(&prefix_[t * D_], w_.outputResScorer().data(), eps, x);
-    rmsNorm(x, w_.finalNorm().data(), D_, eps, x);
+    kernels::rmsNorm(x, w_.finalNorm().data(), D_, eps, x);
   }
   linear(pool, w_.head(), mixed_.data(), n - first, logits);
   clock.lap(Phase::kHead);

@@ -4,10 +4,9 @@
 #include <cmath>
 
 #include "k3/io/error.h"
-#include "k3/model/kda_kernels.h"
+#include "k3/kernels/kda_kernels.h"
 #include "k3/model/linear.h"
-#include "k3/model/ops.h"
-#include "k3/model/ops_kernels.h"
+#include "k3/kernels/ops.h"
 
 namespace k3::model {
 
@@ -27,7 +26,7 @@ KdaLayer::KdaLayer(const ModelConfig& c, size_t maxChunk, size_t threads)
   fa_.resize(maxChunk * d_);
   b_.resize(maxChunk * H_);
   tmp_.resize(threads * tmpPerThread(maxChunk));
-  if (d_ > kKdaMaxHeadDim) fail(ErrorKind::Unsupported, "KDA head_dim ", d_, " > ", kKdaMaxHeadDim);
+  if (d_ > kernels::kKdaMaxHeadDim) fail(ErrorKind::Unsupported, "KDA head_dim ", d_, " > ", kernels::kKdaMaxHeadDim);
 }
 
 void KdaLayer::forward(const KdaWeights& w, KdaState& st, const float* x, size_t n, float* out,
@@ -49,7 +48,6 @@ void KdaLayer::forward(const KdaWeights& w, KdaState& st, const float* x, size_t
 
 void KdaLayer::heads(const KdaWeights& w, KdaState& st, size_t n, size_t h0, size_t h1, float* tmp) {
   const size_t d = d_, K = K_;
-  const bool vec = useAvx2();
   // Per token of the chunk: the decay, normalised q and k, and β.
   float* alpha = tmp;
   float* qn = alpha + n * d;
@@ -66,7 +64,7 @@ void KdaLayer::heads(const KdaWeights& w, KdaState& st, size_t n, size_t h0, siz
         float* win = st.conv.data() + (s * P_ + h * d) * K;
         const float* tap = taps[s] + h * d * K;
         float* x = streams[s] + h * d;
-        vec ? avx2::shortConvSilu(win, tap, x, d, K) : scalar::shortConvSilu(win, tap, x, d, K);
+        kernels::shortConvSilu(win, tap, x, d, K);
       }
       // L2-normalised q (scaled by d^-1/2) and k; per-channel decay in
       // (g_min, 0) and the per-head write strength β.
@@ -74,28 +72,20 @@ void KdaLayer::heads(const KdaWeights& w, KdaState& st, size_t n, size_t h0, siz
       const float* k = streams[1] + h * d;
       const float* f = f_.data() + t * P_ + h * d;
       const float* dt = w.dtBias.data() + h * d;
-      beta[t] = sigmoid(b_[t * H_ + h]);
-      if (vec) {
-        avx2::normalizeQk(q, k, d, qn + t * d, kn + t * d);
-        avx2::decay(f, dt, aExp, gMin_, d, alpha + t * d);
-      } else {
-        scalar::normalizeQk(q, k, d, qn + t * d, kn + t * d);
-        scalar::decay(f, dt, aExp, gMin_, d, alpha + t * d);
-      }
+      beta[t] = kernels::sigmoid(b_[t * H_ + h]);
+      kernels::normalizeQk(q, k, d, qn + t * d, kn + t * d);
+      kernels::decay(f, dt, aExp, gMin_, d, alpha + t * d);
     }
     // Delta rule over the chunk's tokens in order: decay rows, read kS, write
     // β(v − kS) along k, read with q.
     const float* v = v_.data() + h * d;
     float* o = o_.data() + h * d;
-    if (vec)
-      avx2::deltaRuleTokens(S, d, n, alpha, kn, qn, v, P_, beta, o);
-    else
-      scalar::deltaRuleTokens(S, d, n, alpha, kn, qn, v, P_, beta, o);
+    kernels::deltaRuleTokens(S, d, n, alpha, kn, qn, v, P_, beta, o);
     // Per-head RMSNorm, then the sigmoid output gate.
     for (size_t t = 0; t < n; ++t) {
       float* ot = o + t * P_;
-      rmsNorm(ot, w.oNorm.data(), d, eps_, ot);
-      mulSigmoid(ot, g_.data() + t * P_ + h * d, d);
+      kernels::rmsNorm(ot, w.oNorm.data(), d, eps_, ot);
+      kernels::mulSigmoid(ot, g_.data() + t * P_ + h * d, d);
     }
   }
 }

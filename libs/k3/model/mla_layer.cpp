@@ -5,9 +5,8 @@
 
 #include "k3/io/error.h"
 #include "k3/model/linear.h"
-#include "k3/model/mla_kernels.h"
-#include "k3/model/ops.h"
-#include "k3/model/ops_kernels.h"
+#include "k3/kernels/mla_kernels.h"
+#include "k3/kernels/ops.h"
 
 namespace k3::model {
 
@@ -49,12 +48,12 @@ void MlaLayer::forward(const MlaWeights& w, MlaCache& cache, const float* x, siz
     const float* xk = x + (n - keep) * D_;
     if (keep > 0) linear(pool, {LinearJob{&w.qa, xk, qa_.data()}, LinearJob{&w.g, xk, gate_.data()}}, keep);
   }
-  for (size_t t = 0; t < keep; ++t) rmsNorm(&qa_[t * qr_], w.qaNorm.data(), qr_, eps_, &qa_[t * qr_]);
+  for (size_t t = 0; t < keep; ++t) kernels::rmsNorm(&qa_[t * qr_], w.qaNorm.data(), qr_, eps_, &qa_[t * qr_]);
   if (keep > 0) linear(pool, w.qb, qa_.data(), keep, Q_.data());
   // Append the whole chunk to the cache first; token t then sees 0..pos0+t.
   for (size_t t = 0; t < n; ++t) {
     const float* c = &ckv_[t * (kvr_ + rope_)];
-    rmsNorm(c, w.kvaNorm.data(), kvr_, eps_, &cache.L[(pos0 + t) * kvr_]);
+    kernels::rmsNorm(c, w.kvaNorm.data(), kvr_, eps_, &cache.L[(pos0 + t) * kvr_]);
     std::copy_n(c + kvr_, rope_, &cache.R[(pos0 + t) * rope_]);
   }
   cache.length = pos0 + n;
@@ -67,7 +66,6 @@ void MlaLayer::forward(const MlaWeights& w, MlaCache& cache, const float* x, siz
 
 void MlaLayer::heads(const MlaWeights& w, const MlaCache& cache, size_t pos0, size_t n, size_t h0, size_t h1,
                      float* tmp) {
-  const bool vec = useAvx2();
   float* rows = tmp;                          // kv_b key or value rows of one head, dequantized
   float* scores = rows + (nope_ + vd_) * kvr_;  // [kHeadGroup × maxContext]
   const size_t qk = nope_ + rope_;
@@ -81,10 +79,7 @@ void MlaLayer::heads(const MlaWeights& w, const MlaCache& cache, size_t pos0, si
     for (size_t r = 0; r < nope_; ++r) quant::dequantizeRow(w.kvb, h * (nope_ + vd_) + r, rows + r * kvr_);
     const float* q = &Q_[h * qk];
     float* qa = &QA_[h * kvr_];
-    if (vec)
-      avx2::mlaWeightedLatent(q, H_ * qk, n, rows, nope_, kvr_, qa, H_ * kvr_);
-    else
-      scalar::mlaWeightedLatent(q, H_ * qk, n, rows, nope_, kvr_, qa, H_ * kvr_);
+    kernels::mlaWeightedLatent(q, H_ * qk, n, rows, nope_, kvr_, qa, H_ * kvr_);
   }
   // 2. Attention over the cache, several heads per pass over it: scores,
   // softmax, probability-weighted latent.
@@ -95,17 +90,10 @@ void MlaLayer::heads(const MlaWeights& w, const MlaCache& cache, size_t pos0, si
       const float* qa = &QA_[(t * H_ + g) * kvr_];
       const float* qr = &Q_[(t * H_ + g) * qk + nope_];
       float* cl = &CL_[(t * H_ + g) * kvr_];
-      if (vec)
-        avx2::mlaScores(qa, kvr_, qr, qk, ng, cache.L.data(), cache.R.data(), len, kvr_, rope_, scale, scores,
-                        maxContext_);
-      else
-        scalar::mlaScores(qa, kvr_, qr, qk, ng, cache.L.data(), cache.R.data(), len, kvr_, rope_, scale, scores,
-                          maxContext_);
-      for (size_t j = 0; j < ng; ++j) softmax(scores + j * maxContext_, len);
-      if (vec)
-        avx2::mlaWeightedLatent(scores, maxContext_, ng, cache.L.data(), len, kvr_, cl, kvr_);
-      else
-        scalar::mlaWeightedLatent(scores, maxContext_, ng, cache.L.data(), len, kvr_, cl, kvr_);
+      kernels::mlaScores(qa, kvr_, qr, qk, ng, cache.L.data(), cache.R.data(), len, kvr_, rope_, scale, scores,
+                         maxContext_);
+      for (size_t j = 0; j < ng; ++j) kernels::softmax(scores + j * maxContext_, len);
+      kernels::mlaWeightedLatent(scores, maxContext_, ng, cache.L.data(), len, kvr_, cl, kvr_);
     }
   }
   // 3. Value rows on the weighted latent, then the sigmoid output gate.
@@ -114,8 +102,8 @@ void MlaLayer::heads(const MlaWeights& w, const MlaCache& cache, size_t pos0, si
     for (size_t t = 0; t < n; ++t) {
       const float* cl = &CL_[(t * H_ + h) * kvr_];
       float* ctx = &ctx_[(t * H_ + h) * vd_];
-      for (size_t dd = 0; dd < vd_; ++dd) ctx[dd] = dot(rows + dd * kvr_, cl, kvr_);
-      mulSigmoid(ctx, &gate_[(t * H_ + h) * vd_], vd_);
+      for (size_t dd = 0; dd < vd_; ++dd) ctx[dd] = kernels::dot(rows + dd * kvr_, cl, kvr_);
+      kernels::mulSigmoid(ctx, &gate_[(t * H_ + h) * vd_], vd_);
     }
   }
 }

@@ -7,7 +7,7 @@
 
 #include "k3/io/error.h"
 #include "k3/model/linear.h"
-#include "k3/model/ops.h"
+#include "k3/kernels/ops.h"
 #include "k3/quant/act_q8.h"
 
 namespace k3::model {
@@ -21,7 +21,7 @@ void routeToken(const float* routerLogits, const float* scoreBias, int numExpert
   // as many comparisons, a serial stretch on every MoE layer of every token.
   int held = 0;
   for (int e = 0; e < numExperts; ++e) {
-    const float v = sigmoid(routerLogits[e]) + scoreBias[e];
+    const float v = kernels::sigmoid(routerLogits[e]) + scoreBias[e];
     sel[e] = v;
     if (held == topK && !(v > sel[ids[topK - 1]])) continue;
     int i = held < topK ? held++ : topK - 1;
@@ -30,7 +30,7 @@ void routeToken(const float* routerLogits, const float* scoreBias, int numExpert
   }
   float sum = 0.0f;
   for (int k = 0; k < topK; ++k) {
-    weights[k] = sigmoid(routerLogits[ids[k]]);
+    weights[k] = kernels::sigmoid(routerLogits[ids[k]]);
     sum += weights[k];
   }
   for (int k = 0; k < topK; ++k) weights[k] /= (sum + 1e-20f);
@@ -94,7 +94,7 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
   pool.forEach(n, [&](size_t t) {
     routeToken(&router_[t * E_], w.scoreBias.data(), static_cast<int>(E_), static_cast<int>(k_),
                &topIds_[t * k_], &topW_[t * k_], &scores_[t * E_]);
-    if (!bounded) situGlu(&sg_[t * ish_], &su_[t * ish_], ish_, b1_, b2_, &sg_[t * ish_]);
+    if (!bounded) kernels::situGlu(&sg_[t * ish_], &su_[t * ish_], ish_, b1_, b2_, &sg_[t * ish_]);
   });
   // The used experts ascending, and slot_[e] = the position of expert e.
   std::fill(slot_.begin(), slot_.end(), -1);
@@ -115,7 +115,7 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
     linear(pool, {LinearJob{&w.downLatent, x, z_.data()}, LinearJob{&w.sharedGate, x, sg_.data()},
                   LinearJob{&w.sharedUp, x, su_.data()}},
            n);
-    situGlu(sg_.data(), su_.data(), n * ish_, b1_, b2_, sg_.data());
+    kernels::situGlu(sg_.data(), su_.data(), n * ish_, b1_, b2_, sg_.data());
     clock.lap(Phase::kMoeInput);
   }
   // Pairs grouped by expert (a counting sort on slot_), tokens ascending within one.
@@ -192,9 +192,9 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
     std::fill(u, u + lat_, 0.0f);
     for (size_t j = 0; j < k_; ++j) {
       const size_t p = pairOf_[t * k_ + j];
-      axpy(rowWeight_[p], &y2_[p * lat_], u, lat_);
+      kernels::axpy(rowWeight_[p], &y2_[p * lat_], u, lat_);
     }
-    rmsNorm(u, w.expertNorm.data(), lat_, eps_, u);
+    kernels::rmsNorm(u, w.expertNorm.data(), lat_, eps_, u);
   });
   // 6. Project back up; 7. the shared experts' down-projection (full width)
   // in the same fork-join.
@@ -217,7 +217,7 @@ void MoeLayer::runExpert(const ExpertWeights& e, size_t u, size_t tid) {
     apply(e.w1, &zg_[r0 * lat_], h1);
     apply(e.w3, &zg_[r0 * lat_], h3);
   }
-  situGlu(h1, h3, m * inter_, b1_, b2_, h1);
+  kernels::situGlu(h1, h3, m * inter_, b1_, b2_, h1);
   apply(e.w2, h1, &y2_[r0 * lat_]);
 }
 

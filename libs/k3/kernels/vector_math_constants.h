@@ -1,9 +1,9 @@
 // The constants of the SIMD exp/expm1 (vector_math_avx2.h and
 // vector_math_avx512.h): one set, so the two ISAs' results stay the same
-// bits (tests/model/ops_simd_test.cpp).
+// bits (tests/kernels/ops_simd_test.cpp).
 #pragma once
 
-namespace k3::model::vmath {
+namespace k3::kernels::vmath {
 
 inline constexpr float kLog2e = 1.44269504088896341f;
 // ln2 in two parts (Cody–Waite): the high part has few enough bits that
@@ -18,4 +18,4 @@ inline constexpr float kExpm1Taylor[6] = {1.0f / 5040.0f, 1.0f / 720.0f, 1.0f / 
 // −1 below about −17.3 and overflows above ~88.72.
 inline constexpr float kExpMin = -104.0f, kExpm1Min = -80.0f, kExpMax = 89.0f;
 
-}  // namespace k3::model::vmath
+}  // namespace k3::kernels::vmath

@@ -3,11 +3,11 @@
 
 #include <cmath>
 
-#include "k3/model/kda_kernels.h"
-#include "k3/model/ops_kernels.h"
-#include "k3/model/vector_math_avx2.h"
+#include "k3/kernels/kda_kernels.h"
+#include "k3/kernels/ops_kernels.h"
+#include "k3/kernels/vector_math_avx2.h"
 
-namespace k3::model::avx2 {
+namespace k3::kernels::avx2 {
 
 namespace {
 
@@ -197,4 +197,4 @@ void deltaRuleTokens(float* S, size_t d, size_t n, const float* alpha, const flo
       deltaColumn(S, d, j, alpha + t * d, k + t * d, q + t * d, v + t * stride, beta[t], o + t * stride);
 }
 
-}  // namespace k3::model::avx2
+}  // namespace k3::kernels::avx2

@@ -1,15 +1,15 @@
 // AVX-512 kernels of the ops that are bound by their arithmetic rather than
 // by memory: SiTU-GLU (three exponentials per value; 1.6–1.8× the AVX2
 // kernel's rate on a Zen 4 core). Same operations as avx2:: on 16 lanes, so
-// the same bits (tests/model/ops_simd_test.cpp).
+// the same bits (tests/kernels/ops_simd_test.cpp).
 #include "k3/quant/avx512_intrinsics.h"
 
 #include <cmath>
 
-#include "k3/model/ops_kernels.h"
-#include "k3/model/vector_math_avx512.h"
+#include "k3/kernels/ops_kernels.h"
+#include "k3/kernels/vector_math_avx512.h"
 
-namespace k3::model::avx512 {
+namespace k3::kernels::avx512 {
 
 namespace {
 
@@ -52,4 +52,4 @@ void situGlu(const float* gate, const float* up, size_t n, float b1, float b2, f
 void expArray(const float* x, size_t n, float* out) { map1(x, n, out, exp16); }
 void expm1Array(const float* x, size_t n, float* out) { map1(x, n, out, expm1_16); }
 
-}  // namespace k3::model::avx512
+}  // namespace k3::kernels::avx512

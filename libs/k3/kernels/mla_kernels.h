@@ -1,8 +1,8 @@
-// Internal: the attention loops of absorbed MLA (spec §6.4) over the latent
-// cache, for several query vectors (heads) at once so that each cache row is
-// read once per token rather than once per head. Scalar reference in
-// mla_kernels.cpp, AVX2 + FMA in mla_kernels_avx2.cpp (mla_layer picks one
-// with useAvx2()). Every output element has its own fixed accumulation order,
+// The attention loops of absorbed MLA (spec §6.4) over the latent cache, for
+// several query vectors (heads) at once so that each cache row is read once
+// per token rather than once per head. Scalar reference in mla_kernels.cpp,
+// AVX2 + FMA in mla_kernels_avx2.cpp, and the public functions that pick one
+// (isa_dispatch.h), which mla_layer calls. Every output element has its own fixed accumulation order,
 // so the results do not depend on how heads are grouped or split over threads.
 // mlaWeightedLatent also absorbs a head's queries through its key rows (the
 // same sum: rows for the cache, the tokens' q_nope for the probabilities).
@@ -10,9 +10,9 @@
 
 #include <cstddef>
 
-namespace k3::model {
+namespace k3::kernels {
 
-#define K3_MODEL_MLA_KERNELS                                                                          \
+#define K3_MLA_KERNELS                                                                          \
   /* scores[j·scoreStride + s] = (qa_j·L_s + qr_j·R_s)·scale for query j < nq and position s < len;   \
      qa_j = qa + j·qaStride (kvr values), qr_j = qr + j·qrStride (rope values), L_s = L + s·kvr,      \
      R_s = R + s·rope. */                                                                             \
@@ -24,9 +24,10 @@ namespace k3::model {
   void mlaWeightedLatent(const float* p, size_t pStride, size_t nq, const float* L, size_t len, size_t kvr, \
                          float* cl, size_t clStride);
 
-namespace scalar { K3_MODEL_MLA_KERNELS }
-namespace avx2 { K3_MODEL_MLA_KERNELS }
+namespace scalar { K3_MLA_KERNELS }
+namespace avx2 { K3_MLA_KERNELS }
+K3_MLA_KERNELS  // the public ones: the path isa_dispatch.h picks
 
-#undef K3_MODEL_MLA_KERNELS
+#undef K3_MLA_KERNELS
 
-}  // namespace k3::model
+}  // namespace k3::kernels

@@ -3,7 +3,7 @@
 //
 // Accuracy against the double libm functions rounded to float, worst case
 // measured over 3.2e8 inputs (every 7th float with |x| ≤ 200, subnormals
-// included); tests/model/ops_simd_test.cpp asserts the bound in brackets:
+// included); tests/kernels/ops_simd_test.cpp asserts the bound in brackets:
 //   exp8 1 ulp [2] (results down into the subnormal range round once)
 //   expm1_8 2 ulp [2]
 //   tanh8 2 ulp [3]
@@ -15,11 +15,11 @@
 
 #include <immintrin.h>
 
-#include "k3/model/vector_math_constants.h"
+#include "k3/kernels/vector_math_constants.h"
 
 #include <cstddef>
 
-namespace k3::model::avx2 {
+namespace k3::kernels::avx2 {
 
 // x = i·ln2 + f with integer i and |f| ≤ ln2/2 (plus rounding slack). ln2 in two
 // parts (Cody–Waite) so that f keeps full precision.
@@ -116,4 +116,4 @@ inline double hsum(__m256d v) {
   return _mm_cvtsd_f64(s);
 }
 
-}  // namespace k3::model::avx2
+}  // namespace k3::kernels::avx2

@@ -2,16 +2,16 @@
 // *_avx512.cpp files. The same range reduction, polynomial and rounding
 // steps as vector_math_avx2.h, with the power of two applied by vscalefps
 // instead of built from exponent bits: every result, special values and
-// subnormals included, has the bits of exp8 / expm1_8 (tests/model/
+// subnormals included, has the bits of exp8 / expm1_8 (tests/kernels/
 // ops_simd_test.cpp checks that over a sweep of inputs), so the two ISAs
 // are interchangeable for the accuracy bounds documented there.
 #pragma once
 
 #include <immintrin.h>
 
-#include "k3/model/vector_math_constants.h"
+#include "k3/kernels/vector_math_constants.h"
 
-namespace k3::model::avx512 {
+namespace k3::kernels::avx512 {
 
 // x = j·ln2 + f with integer-valued j and |f| ≤ ln2/2 (plus rounding slack);
 // ln2 in two parts (Cody–Waite), as avx2::reduceLn2.
@@ -59,4 +59,4 @@ inline __m512 expm1_16(__m512 x) {
   return nanFrom(x, _mm512_add_ps(y, y));
 }
 
-}  // namespace k3::model::avx512
+}  // namespace k3::kernels::avx512

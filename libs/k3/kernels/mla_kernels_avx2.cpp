@@ -4,10 +4,10 @@
 // order, whatever block it falls in.
 #include <immintrin.h>
 
-#include "k3/model/mla_kernels.h"
-#include "k3/model/vector_math_avx2.h"
+#include "k3/kernels/mla_kernels.h"
+#include "k3/kernels/vector_math_avx2.h"
 
-namespace k3::model::avx2 {
+namespace k3::kernels::avx2 {
 
 namespace {
 
@@ -112,4 +112,4 @@ void mlaWeightedLatent(const float* p, size_t pStride, size_t nq, const float* L
   for (; j < nq; ++j) latentRows<1>(p + j * pStride, pStride, L, len, kvr, cl + j * clStride, clStride);
 }
 
-}  // namespace k3::model::avx2
+}  // namespace k3::kernels::avx2

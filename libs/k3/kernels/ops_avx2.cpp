@@ -9,10 +9,10 @@
 #include <cmath>
 #include <limits>
 
-#include "k3/model/ops_kernels.h"
-#include "k3/model/vector_math_avx2.h"
+#include "k3/kernels/ops_kernels.h"
+#include "k3/kernels/vector_math_avx2.h"
 
-namespace k3::model::avx2 {
+namespace k3::kernels::avx2 {
 
 namespace {
 
@@ -162,4 +162,4 @@ void expm1Array(const float* x, size_t n, float* out) { map1(x, n, out, expm1_8)
 void tanhArray(const float* x, size_t n, float* out) { map1(x, n, out, tanh8); }
 void sigmoidArray(const float* x, size_t n, float* out) { map1(x, n, out, sigmoid8); }
 
-}  // namespace k3::model::avx2
+}  // namespace k3::kernels::avx2

@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <cmath>
 
-#include "k3/model/kda_kernels.h"
-#include "k3/model/ops.h"
-#include "k3/model/ops_kernels.h"
+#include "k3/kernels/isa_dispatch.h"
+#include "k3/kernels/kda_kernels.h"
+#include "k3/kernels/ops.h"
+#include "k3/kernels/ops_kernels.h"
 
-namespace k3::model::scalar {
+namespace k3::kernels::scalar {
 
 void shortConvSilu(float* win, const float* taps, float* x, size_t channels, size_t K) {
   for (size_t c = 0; c < channels; ++c) {
@@ -63,4 +64,26 @@ void deltaRuleTokens(float* S, size_t d, size_t n, const float* alpha, const flo
     deltaRule(S, d, alpha + t * d, k + t * d, q + t * d, v + t * stride, beta[t], o + t * stride);
 }
 
-}  // namespace k3::model::scalar
+}  // namespace k3::kernels::scalar
+
+namespace k3::kernels {
+
+void shortConvSilu(float* win, const float* taps, float* x, size_t channels, size_t K) {
+  K3_KERNEL(shortConvSilu)(win, taps, x, channels, K);
+}
+void normalizeQk(const float* q, const float* k, size_t d, float* qn, float* kn) {
+  K3_KERNEL(normalizeQk)(q, k, d, qn, kn);
+}
+void decay(const float* f, const float* dtBias, float aExp, float gMin, size_t d, float* alpha) {
+  K3_KERNEL(decay)(f, dtBias, aExp, gMin, d, alpha);
+}
+void deltaRule(float* S, size_t d, const float* alpha, const float* k, const float* q, const float* v, float beta,
+               float* o) {
+  K3_KERNEL(deltaRule)(S, d, alpha, k, q, v, beta, o);
+}
+void deltaRuleTokens(float* S, size_t d, size_t n, const float* alpha, const float* k, const float* q, const float* v,
+                     size_t stride, const float* beta, float* o) {
+  K3_KERNEL(deltaRuleTokens)(S, d, n, alpha, k, q, v, stride, beta, o);
+}
+
+}  // namespace k3::kernels

@@ -1,18 +1,18 @@
-// Internal: the per-token, per-head inner loops of KDA (spec §6.3), in a
-// scalar reference (kda_kernels.cpp) and AVX2 + FMA (kda_kernels_avx2.cpp)
-// version; kda_layer picks one with useAvx2() (ops_kernels.h). Each works on
+// The per-token, per-head inner loops of KDA (spec §6.3): a scalar reference
+// (kda_kernels.cpp), an AVX2 + FMA version (kda_kernels_avx2.cpp) and the
+// public functions that pick one (isa_dispatch.h), which kda_layer calls. Each works on
 // one head's slice only, so results do not depend on how heads are split over
 // threads or tokens over chunks.
 #pragma once
 
 #include <cstddef>
 
-namespace k3::model {
+namespace k3::kernels {
 
 // deltaRule keeps a [d] vector on the stack.
 inline constexpr size_t kKdaMaxHeadDim = 512;
 
-#define K3_MODEL_KDA_KERNELS                                                                        \
+#define K3_KDA_KERNELS                                                                        \
   /* Causal short conv of `channels` channels: each window win[c·K … c·K+K−1]                       \
      (oldest first) shifts left and takes x[c]; then x[c] = SiLU(Σ_j taps[c·K+j]·win[c·K+j]). */     \
   void shortConvSilu(float* win, const float* taps, float* x, size_t channels, size_t K);            \
@@ -30,9 +30,10 @@ inline constexpr size_t kKdaMaxHeadDim = 512;
   void deltaRuleTokens(float* S, size_t d, size_t n, const float* alpha, const float* k, const float* q,  \
                        const float* v, size_t stride, const float* beta, float* o);
 
-namespace scalar { K3_MODEL_KDA_KERNELS }
-namespace avx2 { K3_MODEL_KDA_KERNELS }
+namespace scalar { K3_KDA_KERNELS }
+namespace avx2 { K3_KDA_KERNELS }
+K3_KDA_KERNELS  // the public ones: the path isa_dispatch.h picks
 
-#undef K3_MODEL_KDA_KERNELS
+#undef K3_KDA_KERNELS
 
-}  // namespace k3::model
+}  // namespace k3::kernels

@@ -15,15 +15,15 @@
 #include <tuple>
 #include <vector>
 
-#include "k3/model/kda_kernels.h"
-#include "k3/model/mla_kernels.h"
-#include "k3/model/ops_kernels.h"
+#include "k3/kernels/kda_kernels.h"
+#include "k3/kernels/mla_kernels.h"
+#include "k3/kernels/ops_kernels.h"
 #include "k3/quant/cpu_features.h"
 
-namespace k3test::model {
+namespace k3test::kernels {
 namespace {
 
-namespace km = k3::model;
+namespace km = k3::kernels;
 constexpr float kEps = FLT_EPSILON;  // 2^-23, one ulp at 1
 
 #define REQUIRE_AVX2() \
@@ -446,4 +446,4 @@ TEST(OpsSimd, MlaScoresAndWeightedLatentMatchScalarAndIgnoreGrouping) {
 }
 
 }  // namespace
-}  // namespace k3test::model
+}  // namespace k3test::kernels

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <cstddef>
 
-namespace k3::model {
+namespace k3::kernels {
 
 inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 inline float silu(float x) { return x * sigmoid(x); }
@@ -34,4 +34,4 @@ void mulSigmoid(float* x, const float* g, size_t n);
 // vw = Σ v·w and vv = Σ v² in double (AttnRes scores, spec §6.2.1).
 void dotAndSquaresF64(const float* v, const float* w, size_t n, double* vw, double* vv);
 
-}  // namespace k3::model
+}  // namespace k3::kernels

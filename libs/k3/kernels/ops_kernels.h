@@ -1,20 +1,15 @@
 // Internal: the per-ISA kernels behind ops.h. scalar:: (ops_scalar.cpp) is
 // the reference, compiled for baseline x86-64; avx2:: (ops_avx2.cpp, AVX2 +
-// FMA) runs when quant::bestIsa() allows it, and avx512:: for the few ops it
-// has when that is AVX-512. The choice is made once per
-// process, so every token of a run goes through the same arithmetic.
+// FMA) and avx512:: for the few ops where 16 lanes pay; ops.cpp picks one by
+// the rule of isa_dispatch.h.
 #pragma once
 
 #include <cstddef>
 
-#include "k3/quant/cpu_features.h"
 
-namespace k3::model {
+namespace k3::kernels {
 
-// True when the AVX2 kernels are to be used (AVX-512 machines have AVX2).
-inline bool useAvx2() { return quant::bestIsa() != quant::Isa::Scalar; }
-
-#define K3_MODEL_OPS_KERNELS                                                                      \
+#define K3_OPS_KERNELS                                                                      \
   void rmsNorm(const float* x, const float* w, size_t n, float eps, float* out);                  \
   void situGlu(const float* gate, const float* up, size_t n, float b1, float b2, float* out);     \
   void softmax(float* x, size_t n);                                                               \
@@ -28,13 +23,10 @@ inline bool useAvx2() { return quant::bestIsa() != quant::Isa::Scalar; }
   void tanhArray(const float* x, size_t n, float* out);                                           \
   void sigmoidArray(const float* x, size_t n, float* out);
 
-namespace scalar { K3_MODEL_OPS_KERNELS }
-namespace avx2 { K3_MODEL_OPS_KERNELS }
+namespace scalar { K3_OPS_KERNELS }
+namespace avx2 { K3_OPS_KERNELS }
 
-#undef K3_MODEL_OPS_KERNELS
-
-// True when the AVX-512 kernels below are to be used.
-inline bool useAvx512() { return quant::bestIsa() == quant::Isa::Avx512; }
+#undef K3_OPS_KERNELS
 
 // avx512:: (ops_avx512.cpp) holds only the ops bound by arithmetic, where
 // 16 lanes pay; each gives avx2::'s bits.
@@ -44,4 +36,4 @@ void expArray(const float* x, size_t n, float* out);
 void expm1Array(const float* x, size_t n, float* out);
 }  // namespace avx512
 
-}  // namespace k3::model
+}  // namespace k3::kernels

@@ -1,10 +1,11 @@
 // Scalar reference of the MLA attention loops (mla_kernels.h).
 #include <algorithm>
 
-#include "k3/model/mla_kernels.h"
-#include "k3/model/ops_kernels.h"
+#include "k3/kernels/isa_dispatch.h"
+#include "k3/kernels/mla_kernels.h"
+#include "k3/kernels/ops_kernels.h"
 
-namespace k3::model::scalar {
+namespace k3::kernels::scalar {
 
 void mlaScores(const float* qa, size_t qaStride, const float* qr, size_t qrStride, size_t nq, const float* L,
                const float* R, size_t len, size_t kvr, size_t rope, float scale, float* scores, size_t scoreStride) {
@@ -23,4 +24,17 @@ void mlaWeightedLatent(const float* p, size_t pStride, size_t nq, const float* L
   }
 }
 
-}  // namespace k3::model::scalar
+}  // namespace k3::kernels::scalar
+
+namespace k3::kernels {
+
+void mlaScores(const float* qa, size_t qaStride, const float* qr, size_t qrStride, size_t nq, const float* L,
+               const float* R, size_t len, size_t kvr, size_t rope, float scale, float* scores, size_t scoreStride) {
+  K3_KERNEL(mlaScores)(qa, qaStride, qr, qrStride, nq, L, R, len, kvr, rope, scale, scores, scoreStride);
+}
+void mlaWeightedLatent(const float* p, size_t pStride, size_t nq, const float* L, size_t len, size_t kvr, float* cl,
+                       size_t clStride) {
+  K3_KERNEL(mlaWeightedLatent)(p, pStride, nq, L, len, kvr, cl, clStride);
+}
+
+}  // namespace k3::kernels

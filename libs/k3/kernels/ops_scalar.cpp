@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "k3/model/ops.h"
-#include "k3/model/ops_kernels.h"
+#include "k3/kernels/ops.h"
+#include "k3/kernels/ops_kernels.h"
 
-namespace k3::model::scalar {
+namespace k3::kernels::scalar {
 
 void rmsNorm(const float* x, const float* w, size_t n, float eps, float* out) {
   double ms = 0.0;
@@ -73,4 +73,4 @@ void sigmoidArray(const float* x, size_t n, float* out) {
   for (size_t i = 0; i < n; ++i) out[i] = sigmoid(x[i]);
 }
 
-}  // namespace k3::model::scalar
+}  // namespace k3::kernels::scalar
