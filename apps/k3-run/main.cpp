@@ -19,13 +19,13 @@
 
 #include "k3/io/error.h"
 #include "k3/io/process_memory.h"
+#include "k3/kernels/cpu_features.h"
 #include "k3/model/chat_session.h"
 #include "k3/model/generate.h"
 #include "k3/model/logits_writer.h"
 #include "k3/model/model_weights.h"
 #include "k3/model/sampler.h"
 #include "k3/model/session.h"
-#include "k3/quant/cpu_features.h"
 #include "k3/serve/engine.h"
 #include "k3/serve/http_server.h"
 #include "k3/serve/stop_signal.h"
@@ -171,14 +171,14 @@ void printStats(const Args& a, const Session& s, const std::string& callerJson) 
         static_cast<unsigned long long>(st.decodeTokens), dc,
         static_cast<unsigned long long>(peakRssBytes()),
         static_cast<unsigned long long>(s.residency().bytesRead()), a.activations.c_str(),
-        k3::quant::isaName(k3::quant::bestIsa()), extraJson.c_str());
+        k3::kernels::isaName(k3::kernels::bestIsa()), extraJson.c_str());
   } else {
     std::fprintf(stderr,
                  "[k3-run] prefill %llu tok @ %.2f tok/s | decode %llu tok @ %.2f tok/s | peak RSS %.1f MiB | "
                  "expert bytes read %.1f MiB | %s kernels\n",
                  static_cast<unsigned long long>(st.prefillTokens), pf,
                  static_cast<unsigned long long>(st.decodeTokens), dc, rssMiB, expertMiB,
-                 k3::quant::isaName(k3::quant::bestIsa()));
+                 k3::kernels::isaName(k3::kernels::bestIsa()));
     if (s.residency().bounded())
       std::fprintf(stderr, "[k3-run] experts: budget %.1f MiB, resident %.1f MiB, %llu reads (%llu O_DIRECT) "
                    "@ %.2f GB/s, compute waited %.2f s\n",

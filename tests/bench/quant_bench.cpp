@@ -12,16 +12,17 @@
 #include <string>
 #include <vector>
 
+#include "k3/kernels/cpu_features.h"
 #include "k3/quant/act_q8.h"
 #include "k3/quant/bf16.h"
-#include "k3/quant/mxfp4.h"
-#include "k3/quant/cpu_features.h"
 #include "k3/quant/matvec.h"
+#include "k3/quant/mxfp4.h"
 #include "k3/quant/quantize.h"
 
 namespace {
 
 using namespace k3::quant;
+namespace kernels = k3::kernels;
 
 constexpr size_t kWeightBytes = size_t(256) << 20;
 constexpr size_t kCols = 7168;
@@ -74,8 +75,8 @@ WeightView viewFor(WeightFormat f, size_t bytes) {
   return WeightView{f, rows, kCols, p.data.get(), scales};
 }
 
-bool skipUnsupported(benchmark::State& state, Isa isa) {
-  if (isaSupported(isa)) return false;
+bool skipUnsupported(benchmark::State& state, kernels::Isa isa) {
+  if (kernels::isaSupported(isa)) return false;
   state.SkipWithError("ISA not supported on this CPU");
   return true;
 }
@@ -132,7 +133,7 @@ __attribute__((target("avx2"))) int32_t idotChains(size_t iters, bool widen) {
 }
 
 void BM_IdotCeiling(benchmark::State& state) {
-  if (skipUnsupported(state, Isa::Avx2)) return;
+  if (skipUnsupported(state, kernels::Isa::Avx2)) return;
   constexpr size_t kIters = 1 << 16;
   const bool widen = state.range(0) != 0;
   for (auto _ : state) benchmark::DoNotOptimize(idotChains(kIters, widen));
@@ -162,7 +163,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) int32_t vnniChains(size_t
 }
 
 void BM_IdotCeilingVnni(benchmark::State& state) {
-  if (skipUnsupported(state, Isa::Avx512)) return;
+  if (skipUnsupported(state, kernels::Isa::Avx512)) return;
   constexpr size_t kIters = 1 << 16;
   for (auto _ : state) benchmark::DoNotOptimize(vnniChains(kIters));
   state.counters["macs/s"] = benchmark::Counter(double(state.iterations()) * double(kIters) * 8 * 64,
@@ -170,7 +171,7 @@ void BM_IdotCeilingVnni(benchmark::State& state) {
 }
 BENCHMARK(BM_IdotCeilingVnni)->Threads(1)->Threads(2)->UseRealTime();
 
-void BM_Matvec(benchmark::State& state, WeightFormat f, Isa isa, size_t bytes) {
+void BM_Matvec(benchmark::State& state, WeightFormat f, kernels::Isa isa, size_t bytes) {
   if (skipUnsupported(state, isa)) return;
   WeightView w = viewFor(f, bytes);
   size_t r0, r1;
@@ -187,7 +188,7 @@ void BM_Matvec(benchmark::State& state, WeightFormat f, Isa isa, size_t bytes) {
 
 // Prefill: n vectors per call; bytes are weight bytes (read once per call), so
 // GB/s x n is the token-weight throughput.
-void BM_Matmul(benchmark::State& state, WeightFormat f, Isa isa) {
+void BM_Matmul(benchmark::State& state, WeightFormat f, kernels::Isa isa) {
   if (skipUnsupported(state, isa)) return;
   WeightView w = viewFor(f, kWeightBytes / 8);  // compute-bound: keep iterations short
   const size_t n = size_t(state.range(0));
@@ -201,7 +202,7 @@ void BM_Matmul(benchmark::State& state, WeightFormat f, Isa isa) {
       double(state.iterations()) * double(n) * double(w.rows * w.cols), benchmark::Counter::kIsRate);
 }
 
-void BM_MatvecQ8(benchmark::State& state, WeightFormat f, Isa isa, size_t bytes) {
+void BM_MatvecQ8(benchmark::State& state, WeightFormat f, kernels::Isa isa, size_t bytes) {
   if (skipUnsupported(state, isa)) return;
   WeightView w = viewFor(f, bytes);
   size_t r0, r1;
@@ -219,7 +220,7 @@ void BM_MatvecQ8(benchmark::State& state, WeightFormat f, Isa isa, size_t bytes)
 }
 
 // Prefill through the IDOT path: n activation vectors per call.
-void BM_MatmulQ8(benchmark::State& state, WeightFormat f, Isa isa) {
+void BM_MatmulQ8(benchmark::State& state, WeightFormat f, kernels::Isa isa) {
   if (skipUnsupported(state, isa)) return;
   WeightView w = viewFor(f, kWeightBytes / 8);
   const size_t n = size_t(state.range(0));
@@ -252,7 +253,7 @@ Shape shapeOf(const benchmark::State& state, WeightFormat f) {
 // at --bits 8, int4-g64 at --bits 4: 768 x 768, 32-token chunk) and routed
 // experts (MXFP4 w1/w3 512 x 384 and w2 384 x 512, 1-4 tokens each); for
 // the AVX2 and the AVX-512 VNNI kernels.
-void BM_MatmulQ8Shape(benchmark::State& state, WeightFormat f, Isa isa) {
+void BM_MatmulQ8Shape(benchmark::State& state, WeightFormat f, kernels::Isa isa) {
   if (skipUnsupported(state, isa)) return;
   const auto [w, rows, cols, n] = shapeOf(state, f);
   std::vector<int8_t> xq(n * cols);
@@ -274,15 +275,15 @@ void BM_MatmulQ8Shape(benchmark::State& state, WeightFormat f, Isa isa) {
       ->Args({512, 384, 1})->Args({512, 384, 2})->Args({512, 384, 3})->Args({512, 384, 4})        \
       ->Args({512, 384, 8})->Args({384, 512, 1})->Args({384, 512, 2})->Args({384, 512, 4})        \
       ->Args({384, 512, 8})->UseRealTime()
-K3_Q8_SHAPES(Isa::Avx2, avx2);
-K3_Q8_SHAPES(Isa::Avx512, avx512);
+K3_Q8_SHAPES(kernels::Isa::Avx2, avx2);
+K3_Q8_SHAPES(kernels::Isa::Avx512, avx512);
 #undef K3_Q8_SHAPES
 
 // Routed experts as prefill runs them: a different 512 x 384 MXFP4 matrix
 // (the medium preset's w1 / w3) each call, n = 1-4 tokens, the matrices
 // back to back through kWeightBytes (2,700 of them), so every call streams
 // its weights from DRAM, as after the router picks a chunk's experts.
-void BM_ExpertStreamQ8(benchmark::State& state, Isa isa) {
+void BM_ExpertStreamQ8(benchmark::State& state, kernels::Isa isa) {
   if (skipUnsupported(state, isa)) return;
   constexpr size_t kRows = 512, kExpertCols = 384;
   const size_t n = size_t(state.range(0));
@@ -302,12 +303,12 @@ void BM_ExpertStreamQ8(benchmark::State& state, Isa isa) {
   state.counters["tok_weights/s"] = benchmark::Counter(
       double(state.iterations()) * double(n) * double(kRows * kExpertCols), benchmark::Counter::kIsRate);
 }
-BENCHMARK_CAPTURE(BM_ExpertStreamQ8, MXFP4/avx512, Isa::Avx512)->Arg(1)->Arg(2)->Arg(4)->UseRealTime();
+BENCHMARK_CAPTURE(BM_ExpertStreamQ8, MXFP4/avx512, kernels::Isa::Avx512)->Arg(1)->Arg(2)->Arg(4)->UseRealTime();
 
 // The f32 path (matvec / matmul) at the medium preset's BF16 shapes, which
 // stay BF16 in every container: the MoE router (608 x 768) and KDA's f_b
 // (768 x 128), one vector (decode) and a 32-token chunk; weights in L2.
-void BM_MatmulShape(benchmark::State& state, WeightFormat f, Isa isa) {
+void BM_MatmulShape(benchmark::State& state, WeightFormat f, kernels::Isa isa) {
   if (skipUnsupported(state, isa)) return;
   const auto [w, rows, cols, n] = shapeOf(state, f);
   std::vector<float> Y(n * rows);
@@ -319,12 +320,12 @@ void BM_MatmulShape(benchmark::State& state, WeightFormat f, Isa isa) {
   state.counters["tok_weights/s"] = benchmark::Counter(
       double(state.iterations()) * double(n) * double(rows * cols), benchmark::Counter::kIsRate);
 }
-BENCHMARK_CAPTURE(BM_MatmulShape, BF16/avx2, WeightFormat::BF16, Isa::Avx2)
+BENCHMARK_CAPTURE(BM_MatmulShape, BF16/avx2, WeightFormat::BF16, kernels::Isa::Avx2)
     ->Args({608, 768, 1})->Args({768, 128, 1})->Args({608, 768, 32})->UseRealTime();
-BENCHMARK_CAPTURE(BM_MatmulShape, BF16/avx512, WeightFormat::BF16, Isa::Avx512)
+BENCHMARK_CAPTURE(BM_MatmulShape, BF16/avx512, WeightFormat::BF16, kernels::Isa::Avx512)
     ->Args({608, 768, 1})->Args({768, 128, 1})->Args({608, 768, 32})->UseRealTime();
 
-void BM_QuantizeInt8(benchmark::State& state, Isa isa) {
+void BM_QuantizeInt8(benchmark::State& state, kernels::Isa isa) {
   if (skipUnsupported(state, isa)) return;
   const size_t rows = (size_t(64) << 20) / 4 / kCols;  // 64 MiB of f32 input
   const float* w = reinterpret_cast<const float*>(pool().data.get());
@@ -334,7 +335,7 @@ void BM_QuantizeInt8(benchmark::State& state, Isa isa) {
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(rows * kCols * 4));
 }
 
-void BM_QuantizeInt4(benchmark::State& state, Isa isa) {
+void BM_QuantizeInt4(benchmark::State& state, kernels::Isa isa) {
   if (skipUnsupported(state, isa)) return;
   const size_t rows = (size_t(64) << 20) / 4 / kCols;
   const float* w = reinterpret_cast<const float*>(pool().data.get());
@@ -344,7 +345,7 @@ void BM_QuantizeInt4(benchmark::State& state, Isa isa) {
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(rows * kCols * 4));
 }
 
-void BM_Bf16ToF32(benchmark::State& state, Isa isa) {
+void BM_Bf16ToF32(benchmark::State& state, kernels::Isa isa) {
   if (skipUnsupported(state, isa)) return;
   const size_t n = (size_t(32) << 20) / 2;
   const uint16_t* in = reinterpret_cast<const uint16_t*>(pool().data.get());
@@ -356,38 +357,38 @@ void BM_Bf16ToF32(benchmark::State& state, Isa isa) {
 void registerAll() {
   const WeightFormat formats[] = {WeightFormat::F32, WeightFormat::BF16, WeightFormat::I8Row,
                                   WeightFormat::I4G64, WeightFormat::MXFP4};
-  const Isa isas[] = {Isa::Scalar, Isa::Avx2, Isa::Avx512};
-  for (Isa isa : isas) {
+  const kernels::Isa isas[] = {kernels::Isa::Scalar, kernels::Isa::Avx2, kernels::Isa::Avx512};
+  for (kernels::Isa isa : isas) {
     for (WeightFormat f : formats) {
-      std::string name = std::string("Matvec/") + weightFormatName(f) + "/" + isaName(isa);
+      std::string name = std::string("Matvec/") + weightFormatName(f) + "/" + kernels::isaName(isa);
       auto* b = benchmark::RegisterBenchmark(name.c_str(), BM_Matvec, f, isa, kWeightBytes);
       b->UseRealTime()->Unit(benchmark::kMillisecond);
-      if (isa != Isa::Scalar) b->Threads(1)->Threads(2);
+      if (isa != kernels::Isa::Scalar) b->Threads(1)->Threads(2);
       benchmark::RegisterBenchmark((name + "/hot").c_str(), BM_Matvec, f, isa, kHotBytes)
           ->UseRealTime()->Unit(benchmark::kMicrosecond);
     }
     for (WeightFormat f : {WeightFormat::MXFP4, WeightFormat::I4G64, WeightFormat::I8Row}) {
-      std::string q8 = std::string("MatvecQ8/") + weightFormatName(f) + "/" + isaName(isa);
+      std::string q8 = std::string("MatvecQ8/") + weightFormatName(f) + "/" + kernels::isaName(isa);
       auto* b = benchmark::RegisterBenchmark(q8.c_str(), BM_MatvecQ8, f, isa, kWeightBytes);
       b->UseRealTime()->Unit(benchmark::kMillisecond);
-      if (isa != Isa::Scalar) b->Threads(1)->Threads(2);
+      if (isa != kernels::Isa::Scalar) b->Threads(1)->Threads(2);
       benchmark::RegisterBenchmark((q8 + "/hot").c_str(), BM_MatvecQ8, f, isa, kHotBytes)
           ->UseRealTime()->Unit(benchmark::kMicrosecond);
     }
   }
-  for (Isa isa : {Isa::Avx2, Isa::Avx512})
+  for (kernels::Isa isa : {kernels::Isa::Avx2, kernels::Isa::Avx512})
     for (WeightFormat f : {WeightFormat::BF16, WeightFormat::I8Row, WeightFormat::I4G64, WeightFormat::MXFP4}) {
-      std::string name = std::string("Matmul/") + weightFormatName(f) + "/" + isaName(isa);
+      std::string name = std::string("Matmul/") + weightFormatName(f) + "/" + kernels::isaName(isa);
       benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, f, isa)
           ->Arg(1)->Arg(4)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
     }
-  for (Isa isa : {Isa::Avx2, Isa::Avx512})
+  for (kernels::Isa isa : {kernels::Isa::Avx2, kernels::Isa::Avx512})
     for (WeightFormat f : {WeightFormat::MXFP4, WeightFormat::I4G64, WeightFormat::I8Row})
-      benchmark::RegisterBenchmark((std::string("MatmulQ8/") + weightFormatName(f) + "/" + isaName(isa)).c_str(),
+      benchmark::RegisterBenchmark((std::string("MatmulQ8/") + weightFormatName(f) + "/" + kernels::isaName(isa)).c_str(),
                                    BM_MatmulQ8, f, isa)
           ->Arg(1)->Arg(4)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
-  for (Isa isa : {Isa::Scalar, Isa::Avx2}) {
-    std::string s = isaName(isa);
+  for (kernels::Isa isa : {kernels::Isa::Scalar, kernels::Isa::Avx2}) {
+    std::string s = kernels::isaName(isa);
     benchmark::RegisterBenchmark(("QuantizeInt8Rows/" + s).c_str(), BM_QuantizeInt8, isa)
         ->UseRealTime()->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark(("QuantizeInt4G64/" + s).c_str(), BM_QuantizeInt4, isa)

@@ -15,10 +15,10 @@
 #include <tuple>
 #include <vector>
 
+#include "k3/kernels/cpu_features.h"
 #include "k3/kernels/kda_kernels.h"
 #include "k3/kernels/mla_kernels.h"
 #include "k3/kernels/ops_kernels.h"
-#include "k3/quant/cpu_features.h"
 
 namespace k3test::kernels {
 namespace {
@@ -27,9 +27,9 @@ namespace km = k3::kernels;
 constexpr float kEps = FLT_EPSILON;  // 2^-23, one ulp at 1
 
 #define REQUIRE_AVX2() \
-  if (!k3::quant::isaSupported(k3::quant::Isa::Avx2)) GTEST_SKIP() << "no AVX2 on this CPU"
+  if (!k3::kernels::isaSupported(k3::kernels::Isa::Avx2)) GTEST_SKIP() << "no AVX2 on this CPU"
 #define REQUIRE_AVX512() \
-  if (!k3::quant::isaSupported(k3::quant::Isa::Avx512)) GTEST_SKIP() << "no AVX-512 on this CPU"
+  if (!k3::kernels::isaSupported(k3::kernels::Isa::Avx512)) GTEST_SKIP() << "no AVX-512 on this CPU"
 
 std::vector<float> randomVec(size_t n, std::mt19937& rng, float scale = 1.0f) {
   std::normal_distribution<float> dist(0.0f, scale);

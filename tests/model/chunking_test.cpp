@@ -4,8 +4,8 @@
 // and bounding resident experts must not change a single bit either.
 #include <sys/mman.h>
 
+#include "k3/kernels/cpu_features.h"
 #include "k3/model/expert_residency.h"
-#include "k3/quant/cpu_features.h"
 #include "model_fixtures.h"
 
 namespace k3test::model {
@@ -48,7 +48,7 @@ TEST(ModelChunking, RunIdsHonoursChunk) {
     EXPECT_NE(r.out.find("\"prefill_passes\":" + std::to_string(passes) + ","), std::string::npos)
         << "--chunk " << chunk << ": " << r.out;
     // The kernels' ISA is reported, and it is the one this process would pick.
-    EXPECT_NE(r.out.find(std::string("\"isa\":\"") + k3::quant::isaName(k3::quant::bestIsa()) + "\""),
+    EXPECT_NE(r.out.find(std::string("\"isa\":\"") + k3::kernels::isaName(k3::kernels::bestIsa()) + "\""),
               std::string::npos)
         << r.out;
   }

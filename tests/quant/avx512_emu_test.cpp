@@ -8,10 +8,10 @@
 // avx512_emu; they must come first so isa_kernels.h sees the rename.
 #define K3_QUANT_AVX512_EMULATION "quant/avx512_emu.h"
 #define avx512 avx512_emu
-#include "k3/quant/matvec_avx512.cpp"
 #include "k3/quant/act_q8_avx512.cpp"
 #include "k3/quant/act_q8_i8_avx512.cpp"
 #include "k3/quant/act_quantize_avx512.cpp"
+#include "k3/quant/matvec_avx512.cpp"
 #undef avx512
 
 #include <gtest/gtest.h>
@@ -28,6 +28,7 @@
 namespace {
 
 using namespace k3::quant;
+namespace kernels = k3::kernels;
 using k3test::quant::bitsOf;
 
 constexpr double kF32DotRelTol = 1e-5;  // as in matvec_test.cpp
@@ -90,7 +91,7 @@ void checkEmulatedQ8(WeightFormat format, size_t seed, size_t r0, size_t r1, Ker
     auto X = k3test::quant::uniformFloats(n * cols, cols + seed + 1);
     std::vector<int8_t> Xq(n * cols);
     std::vector<float> Xs(n * groups);
-    quantizeActivationsQ8_32(Isa::Scalar, X.data(), n * cols, Xq.data(), Xs.data());
+    quantizeActivationsQ8_32(kernels::Isa::Scalar, X.data(), n * cols, Xq.data(), Xs.data());
     std::vector<float> Y(n * kRows, kSentinel);
     kernel(t.view, Xq.data(), Xs.data(), n, Y.data(), r0, r1);
     for (size_t v = 0; v < n; ++v) {
@@ -146,7 +147,7 @@ TEST(Avx512Emulated, ActivationQuantiserGivesTheScalarBytes) {
     }
     std::vector<int8_t> qs(x.size()), qe(x.size());
     std::vector<float> ss(groups), se(groups);
-    quantizeActivationsQ8_32(Isa::Scalar, x.data(), x.size(), qs.data(), ss.data());
+    quantizeActivationsQ8_32(kernels::Isa::Scalar, x.data(), x.size(), qs.data(), ss.data());
     avx512_emu::quantizeActivationsQ8_32(x.data(), x.size(), qe.data(), se.data());
     EXPECT_EQ(qs, qe) << groups << " groups";
     for (size_t g = 0; g < groups; ++g) EXPECT_EQ(bitsOf(ss[g]), bitsOf(se[g])) << "group " << g << " of " << groups;

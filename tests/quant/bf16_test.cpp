@@ -10,6 +10,7 @@
 #include "quant/quant_test_util.h"
 
 using namespace k3::quant;
+namespace kernels = k3::kernels;
 using k3test::quant::bitsOf;
 using k3test::quant::floatOf;
 
@@ -95,8 +96,8 @@ TEST(Conversions, EveryIsaMatchesScalarBits) {
   std::vector<uint16_t> bfWant(f32In.size()), bfGot(f32In.size());
   for (size_t i = 0; i < f32In.size(); ++i) bfWant[i] = f32ToBf16(f32In[i]);
 
-  for (Isa isa : k3test::quant::supportedIsas()) {
-    SCOPED_TRACE(isaName(isa));
+  for (kernels::Isa isa : k3test::quant::supportedIsas()) {
+    SCOPED_TRACE(kernels::isaName(isa));
     bf16ToF32(isa, all.data(), got.data(), all.size());
     for (size_t i = 0; i < all.size(); ++i) ASSERT_EQ(bitsOf(got[i]), bitsOf(f32Want[i])) << i;
     f16ToF32(isa, all.data(), got.data(), all.size());

@@ -20,6 +20,7 @@
 #include "quant/weight_fixtures.h"
 
 using namespace k3::quant;
+namespace kernels = k3::kernels;
 using k3test::quant::makeWeight;
 using k3test::quant::oracle;
 using k3test::quant::Oracle;
@@ -61,10 +62,10 @@ TEST(Matvec, EveryIsaAndFormatMatchesOracle) {
       TestWeight t = makeWeight(f, kRows, cols, cols * 31 + size_t(f));
       auto x = k3test::quant::uniformFloats(cols, cols + 5);
       Oracle o = oracle(t.view, x.data());
-      for (Isa isa : k3test::quant::supportedIsas()) {
+      for (kernels::Isa isa : k3test::quant::supportedIsas()) {
         for (Range rg : kRanges) {
           SCOPED_TRACE(std::string(weightFormatName(f)) + " cols=" + std::to_string(cols) + " " +
-                       isaName(isa) + " [" + std::to_string(rg.r0) + "," + std::to_string(rg.r1) + ")");
+                       kernels::isaName(isa) + " [" + std::to_string(rg.r0) + "," + std::to_string(rg.r1) + ")");
           std::vector<float> y(kRows, kSentinel);
           matvec(isa, t.view, x.data(), y.data(), rg.r0, rg.r1);
           for (size_t r = 0; r < kRows; ++r) {
@@ -87,8 +88,8 @@ TEST(Matmul, BitIdenticalToPerVectorMatvec) {
     TestWeight t = makeWeight(f, kRows, cols, 77 + size_t(f));
     for (size_t n : {1, 2, 3, 4, 5, 7, 9}) {
       auto X = k3test::quant::uniformFloats(n * cols, n * 13);
-      for (Isa isa : k3test::quant::supportedIsas()) {
-        SCOPED_TRACE(std::string(weightFormatName(f)) + " n=" + std::to_string(n) + " " + isaName(isa));
+      for (kernels::Isa isa : k3test::quant::supportedIsas()) {
+        SCOPED_TRACE(std::string(weightFormatName(f)) + " n=" + std::to_string(n) + " " + kernels::isaName(isa));
         std::vector<float> Y(n * kRows, kSentinel);
         matmul(isa, t.view, X.data(), n, Y.data(), 3, 34);
         for (size_t v = 0; v < n; ++v) {
@@ -108,7 +109,7 @@ TEST(Matvec, DefaultDispatchIsOneOfThePaths) {
   auto x = k3test::quant::uniformFloats(64, 4);
   std::vector<float> a(kRows), b(kRows);
   matvec(t.view, x.data(), a.data(), 0, kRows);
-  matvec(bestIsa(), t.view, x.data(), b.data(), 0, kRows);
+  matvec(kernels::bestIsa(), t.view, x.data(), b.data(), 0, kRows);
   EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4));
   matmul(t.view, x.data(), 1, a.data(), 0, kRows);
   EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4));
@@ -131,12 +132,12 @@ TEST(MatvecQ8, EveryIsaMatchesOracleAndMatmulIsBitIdentical) {
     auto X = k3test::quant::uniformFloats(n * cols, cols + 12);
     std::vector<int8_t> Xq(n * cols);
     std::vector<float> Xs(n * groups);
-    quantizeActivationsQ8_32(Isa::Scalar, X.data(), n * cols, Xq.data(), Xs.data());
+    quantizeActivationsQ8_32(kernels::Isa::Scalar, X.data(), n * cols, Xq.data(), Xs.data());
     for (size_t v = 0; v < n; ++v) {
         Oracle o = k3test::quant::q8Oracle(t, Xq.data() + v * cols, Xs.data() + v * groups);
       const std::vector<double>&exact = o.exact, &absSum = o.absSum;
-      for (Isa isa : k3test::quant::supportedIsas()) {
-        SCOPED_TRACE("cols=" + std::to_string(cols) + " v=" + std::to_string(v) + " " + isaName(isa));
+      for (kernels::Isa isa : k3test::quant::supportedIsas()) {
+        SCOPED_TRACE("cols=" + std::to_string(cols) + " v=" + std::to_string(v) + " " + kernels::isaName(isa));
         std::vector<float> y(kRows, kSentinel);
         matvecMxfp4Q8(isa, t.view, Xq.data() + v * cols, Xs.data() + v * groups, y.data(), 2, 35);
         for (size_t r = 0; r < kRows; ++r) {
@@ -188,8 +189,8 @@ TEST(MatvecQ8, LargeBatchMatmulIsBitIdentical) {
   std::vector<int8_t> Xq(n * cols);
   std::vector<float> Xs(n * groups);
   quantizeActivationsQ8_32(X.data(), n * cols, Xq.data(), Xs.data());
-  for (Isa isa : k3test::quant::supportedIsas()) {
-    SCOPED_TRACE(isaName(isa));
+  for (kernels::Isa isa : k3test::quant::supportedIsas()) {
+    SCOPED_TRACE(kernels::isaName(isa));
     std::vector<float> Y(n * kRows);
     matmulMxfp4Q8(isa, t.view, Xq.data(), Xs.data(), n, Y.data(), 0, kRows);
     for (size_t v = 0; v < n; ++v) {
@@ -213,12 +214,12 @@ void checkQ8EveryIsa(WeightFormat format, std::initializer_list<size_t> colsList
     auto X = k3test::quant::uniformFloats(n * cols, cols + seed + 1);
     std::vector<int8_t> Xq(n * cols);
     std::vector<float> Xs(n * groups);
-    quantizeActivationsQ8_32(Isa::Scalar, X.data(), n * cols, Xq.data(), Xs.data());
-    for (Isa isa : k3test::quant::supportedIsas()) {
+    quantizeActivationsQ8_32(kernels::Isa::Scalar, X.data(), n * cols, Xq.data(), Xs.data());
+    for (kernels::Isa isa : k3test::quant::supportedIsas()) {
       std::vector<float> Y(n * kRows, kSentinel);
       matmulQ8(isa, t.view, Xq.data(), Xs.data(), n, Y.data(), 2, 35);
       for (size_t v = 0; v < n; ++v) {
-        SCOPED_TRACE("cols=" + std::to_string(cols) + " v=" + std::to_string(v) + " " + isaName(isa));
+        SCOPED_TRACE("cols=" + std::to_string(cols) + " v=" + std::to_string(v) + " " + kernels::isaName(isa));
         Oracle o = k3test::quant::q8Oracle(t, Xq.data() + v * cols, Xs.data() + v * groups);
         std::vector<float> y(kRows, kSentinel);
         matvecQ8(isa, t.view, Xq.data() + v * cols, Xs.data() + v * groups, y.data(), 2, 35);
@@ -269,7 +270,7 @@ TEST(MatvecQ8, Int8RowScalarHandChecked) {
   const float scale = 0.25f, xs[2] = {0.5f, 2.0f};
   WeightView w{WeightFormat::I8Row, 1, cols, q.data(), &scale};
   float y = 0.0f;
-  matvecQ8(Isa::Scalar, w, xq.data(), xs, &y, 0, 1);
+  matvecQ8(kernels::Isa::Scalar, w, xq.data(), xs, &y, 0, 1);
   const float expect = 0.25f * (float(3 * 5 - 127 * 2) * 0.5f + float(-128 * 127) * 2.0f);
   EXPECT_EQ(y, expect);
 }
@@ -295,9 +296,9 @@ TEST(MatvecQ8, RowRangeDoesNotChangeBits) {
       auto X = k3test::quant::uniformFloats(n * cols, cols + 4);
       std::vector<int8_t> Xq(n * cols);
       std::vector<float> Xs(n * groups);
-      quantizeActivationsQ8_32(Isa::Scalar, X.data(), n * cols, Xq.data(), Xs.data());
-      for (Isa isa : k3test::quant::supportedIsas()) {
-        SCOPED_TRACE(std::string(weightFormatName(f)) + " cols=" + std::to_string(cols) + " " + isaName(isa));
+      quantizeActivationsQ8_32(kernels::Isa::Scalar, X.data(), n * cols, Xq.data(), Xs.data());
+      for (kernels::Isa isa : k3test::quant::supportedIsas()) {
+        SCOPED_TRACE(std::string(weightFormatName(f)) + " cols=" + std::to_string(cols) + " " + kernels::isaName(isa));
         for (size_t nv : {size_t(1), n}) {
           std::vector<float> whole(nv * kRows), alone(nv * kRows);
           matmulQ8(isa, t.view, Xq.data(), Xs.data(), nv, whole.data(), 0, kRows);

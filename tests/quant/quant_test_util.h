@@ -7,14 +7,14 @@
 #include <random>
 #include <vector>
 
-#include "k3/quant/cpu_features.h"
+#include "k3/kernels/cpu_features.h"
 
 namespace k3test::quant {
 
-inline std::vector<k3::quant::Isa> supportedIsas() {
-  std::vector<k3::quant::Isa> out;
-  for (auto isa : {k3::quant::Isa::Scalar, k3::quant::Isa::Avx2, k3::quant::Isa::Avx512})
-    if (k3::quant::isaSupported(isa)) out.push_back(isa);
+inline std::vector<k3::kernels::Isa> supportedIsas() {
+  std::vector<k3::kernels::Isa> out;
+  for (auto isa : {k3::kernels::Isa::Scalar, k3::kernels::Isa::Avx2, k3::kernels::Isa::Avx512})
+    if (k3::kernels::isaSupported(isa)) out.push_back(isa);
   return out;
 }
 

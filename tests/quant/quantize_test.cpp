@@ -16,6 +16,7 @@
 #include "support/test_env.h"
 
 using namespace k3::quant;
+namespace kernels = k3::kernels;
 
 namespace {
 
@@ -66,8 +67,8 @@ TEST(Quantize, Int8RowsBitExactWithNumpy) {
     std::vector<float> w = trickyMatrix(rows > 8 ? rows : 8, cols < 64 ? 64 : cols);
     w.resize(rows * cols);  // reuse the patterns, reshaped
     NumpyResult want = runNumpy("int8", w, rows, cols);
-    for (Isa isa : k3test::quant::supportedIsas()) {
-      SCOPED_TRACE(std::string(isaName(isa)) + " " + std::to_string(rows) + "x" + std::to_string(cols));
+    for (kernels::Isa isa : k3test::quant::supportedIsas()) {
+      SCOPED_TRACE(std::string(kernels::isaName(isa)) + " " + std::to_string(rows) + "x" + std::to_string(cols));
       std::vector<int8_t> q(rows * cols);
       std::vector<float> s(rows);
       quantizeInt8Rows(isa, w.data(), rows, cols, q.data(), s.data());
@@ -81,8 +82,8 @@ TEST(Quantize, Int4G64BitExactWithNumpy) {
   const size_t rows = 37, cols = 192;
   std::vector<float> w = trickyMatrix(rows, cols);
   NumpyResult want = runNumpy("int4", w, rows, cols);
-  for (Isa isa : k3test::quant::supportedIsas()) {
-    SCOPED_TRACE(isaName(isa));
+  for (kernels::Isa isa : k3test::quant::supportedIsas()) {
+    SCOPED_TRACE(kernels::isaName(isa));
     std::vector<uint8_t> q(rows * cols / 2);
     std::vector<float> s(rows * cols / 64);
     quantizeInt4G64(isa, w.data(), rows, cols, q.data(), s.data());
@@ -112,7 +113,7 @@ TEST(Quantize, DowncastBitExactWithNumpy) {
   NumpyResult want = runNumpy("downcast", w, rows, cols);
   std::vector<int8_t> q8(rows * cols);
   std::vector<float> s8(rows);
-  quantizeInt8Rows(Isa::Scalar, w.data(), rows, cols, q8.data(), s8.data());
+  quantizeInt8Rows(kernels::Isa::Scalar, w.data(), rows, cols, q8.data(), s8.data());
   std::vector<uint8_t> q(rows * cols / 2);
   std::vector<float> s(rows * cols / 64);
   downcastInt8ToInt4G64(q8.data(), s8.data(), rows, cols, q.data(), s.data());
@@ -124,8 +125,8 @@ TEST(Quantize, ActivationsQ8BitExactWithNumpy) {
   const size_t rows = 37, cols = 192;
   std::vector<float> w = trickyMatrix(rows, cols);
   NumpyResult want = runNumpy("act8", w, rows, cols);
-  for (Isa isa : k3test::quant::supportedIsas()) {
-    SCOPED_TRACE(isaName(isa));
+  for (kernels::Isa isa : k3test::quant::supportedIsas()) {
+    SCOPED_TRACE(kernels::isaName(isa));
     std::vector<int8_t> q(rows * cols);
     std::vector<float> s(rows * cols / 32);
     quantizeActivationsQ8_32(isa, w.data(), rows * cols, q.data(), s.data());

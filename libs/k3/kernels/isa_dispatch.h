@@ -3,30 +3,30 @@
 // FMA, *_avx2.cpp) and, where 16 lanes pay, avx512:: (*_avx512.cpp) versions
 // of the same signature, and its public function calls
 // K3_KERNEL(name)(args…) / K3_KERNEL3(name)(args…). The choice follows
-// quant::bestIsa(), decided once per process, so every token of a run goes
+// kernels::bestIsa(), decided once per process, so every token of a run goes
 // through the same arithmetic. Callers (layers, the forward) call only the
 // public functions, never a scalar::/avx2:: version directly.
 #pragma once
 
-#include "k3/quant/cpu_features.h"
+#include "k3/kernels/cpu_features.h"
 
 namespace k3::kernels {
 
-// The path the public kernels take on this CPU.
-inline quant::Isa activeIsa() { return quant::bestIsa(); }
-
+// `isa` must be supported (requireIsa() for a caller's choice; bestIsa() always is).
 template <typename Fn>
-Fn pickKernel(Fn scalarFn, Fn avx2Fn) {
-  return activeIsa() == quant::Isa::Scalar ? scalarFn : avx2Fn;
+Fn pickKernel(Isa isa, Fn scalarFn, Fn avx2Fn) {
+  return isa == Isa::Scalar ? scalarFn : avx2Fn;
 }
 
 template <typename Fn>
-Fn pickKernel(Fn scalarFn, Fn avx2Fn, Fn avx512Fn) {
-  return activeIsa() == quant::Isa::Avx512 ? avx512Fn : pickKernel(scalarFn, avx2Fn);
+Fn pickKernel(Isa isa, Fn scalarFn, Fn avx2Fn, Fn avx512Fn) {
+  return isa == Isa::Avx512 ? avx512Fn : pickKernel(isa, scalarFn, avx2Fn);
 }
 
 }  // namespace k3::kernels
 
-// Inside namespace k3::kernels, where scalar::/avx2::/avx512:: resolve.
-#define K3_KERNEL(name) ::k3::kernels::pickKernel(&scalar::name, &avx2::name)
-#define K3_KERNEL3(name) ::k3::kernels::pickKernel(&scalar::name, &avx2::name, &avx512::name)
+// Where scalar::/avx2::/avx512:: resolve to the family's namespaces.
+#define K3_KERNEL_FOR(isa, name) ::k3::kernels::pickKernel((isa), &scalar::name, &avx2::name)
+#define K3_KERNEL3_FOR(isa, name) ::k3::kernels::pickKernel((isa), &scalar::name, &avx2::name, &avx512::name)
+#define K3_KERNEL(name) K3_KERNEL_FOR(::k3::kernels::bestIsa(), name)
+#define K3_KERNEL3(name) K3_KERNEL3_FOR(::k3::kernels::bestIsa(), name)

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "k3/io/error.h"
+#include "k3/kernels/isa_dispatch.h"
 #include "k3/quant/isa_kernels.h"
 #include "k3/quant/mxfp4.h"
 #include "k3/quant/quantize.h"
@@ -63,19 +64,14 @@ void checkQ8(const WeightView& w, size_t r0, size_t r1, const char* what, bool a
 
 // MXFP4 and int8 rows run the AVX-512 VNNI kernels where available; int4 uses
 // the AVX2 one there.
-void runQ8(Isa isa, const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
+void runQ8(kernels::Isa isa, const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
            size_t r0, size_t r1) {
-  const bool i8 = w.format == WeightFormat::I8Row;
-  switch (isa) {
-    case Isa::Scalar: return scalar::matmulQ8(w, Xq, Xs, n, Y, r0, r1);
-    case Isa::Avx2:
-      if (i8) return avx2::matmulI8Q8(w, Xq, Xs, n, Y, r0, r1);
-      return avx2::matmulQ8(w, Xq, Xs, n, Y, r0, r1);
-    case Isa::Avx512:
-      if (w.format == WeightFormat::MXFP4) return avx512::matmulMxfp4Q8(w, Xq, Xs, n, Y, r0, r1);
-      if (i8) return avx512::matmulI8Q8(w, Xq, Xs, n, Y, r0, r1);
-      return avx2::matmulQ8(w, Xq, Xs, n, Y, r0, r1);
-  }
+  const auto kernel = w.format == WeightFormat::I8Row
+                           ? kernels::pickKernel(isa, &scalar::matmulQ8, &avx2::matmulI8Q8, &avx512::matmulI8Q8)
+                       : w.format == WeightFormat::MXFP4
+                           ? kernels::pickKernel(isa, &scalar::matmulQ8, &avx2::matmulQ8, &avx512::matmulMxfp4Q8)
+                           : kernels::pickKernel(isa, &scalar::matmulQ8, &avx2::matmulQ8);
+  kernel(w, Xq, Xs, n, Y, r0, r1);
 }
 
 }  // namespace
@@ -116,55 +112,51 @@ void matmulQ8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, 
 }
 }  // namespace scalar
 
-void quantizeActivationsQ8_32(Isa isa, const float* x, size_t n, int8_t* xq, float* xs) {
+void quantizeActivationsQ8_32(kernels::Isa isa, const float* x, size_t n, int8_t* xq, float* xs) {
   if (n % kQ8Group)
     fail(ErrorKind::Usage, "quantizeActivationsQ8_32: length ", n, " is not a multiple of 32");
-  switch (requireIsa(isa, "quantizeActivationsQ8_32")) {
-    case Isa::Scalar: return scalar::quantizeActivationsQ8_32(x, n, xq, xs);
-    case Isa::Avx2: return avx2::quantizeActivationsQ8_32(x, n, xq, xs);
-    case Isa::Avx512: return avx512::quantizeActivationsQ8_32(x, n, xq, xs);
-  }
+  K3_KERNEL3_FOR(kernels::requireIsa(isa, "quantizeActivationsQ8_32"), quantizeActivationsQ8_32)(x, n, xq, xs);
 }
 
-void matmulMxfp4Q8(Isa isa, const WeightView& w, const int8_t* Xq, const float* Xs, size_t n,
+void matmulMxfp4Q8(kernels::Isa isa, const WeightView& w, const int8_t* Xq, const float* Xs, size_t n,
                    float* Y, size_t r0, size_t r1) {
   checkQ8(w, r0, r1, "matmulMxfp4Q8", false);
-  runQ8(requireIsa(isa, "matmulMxfp4Q8"), w, Xq, Xs, n, Y, r0, r1);
+  runQ8(kernels::requireIsa(isa, "matmulMxfp4Q8"), w, Xq, Xs, n, Y, r0, r1);
 }
-void matvecMxfp4Q8(Isa isa, const WeightView& w, const int8_t* xq, const float* xs, float* y,
+void matvecMxfp4Q8(kernels::Isa isa, const WeightView& w, const int8_t* xq, const float* xs, float* y,
                    size_t r0, size_t r1) {
   checkQ8(w, r0, r1, "matvecMxfp4Q8", false);
-  runQ8(requireIsa(isa, "matvecMxfp4Q8"), w, xq, xs, 1, y, r0, r1);
+  runQ8(kernels::requireIsa(isa, "matvecMxfp4Q8"), w, xq, xs, 1, y, r0, r1);
 }
-void matmulQ8(Isa isa, const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
+void matmulQ8(kernels::Isa isa, const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
               size_t r0, size_t r1) {
   checkQ8(w, r0, r1, "matmulQ8", true);
-  runQ8(requireIsa(isa, "matmulQ8"), w, Xq, Xs, n, Y, r0, r1);
+  runQ8(kernels::requireIsa(isa, "matmulQ8"), w, Xq, Xs, n, Y, r0, r1);
 }
-void matvecQ8(Isa isa, const WeightView& w, const int8_t* xq, const float* xs, float* y,
+void matvecQ8(kernels::Isa isa, const WeightView& w, const int8_t* xq, const float* xs, float* y,
               size_t r0, size_t r1) {
   checkQ8(w, r0, r1, "matvecQ8", true);
-  runQ8(requireIsa(isa, "matvecQ8"), w, xq, xs, 1, y, r0, r1);
+  runQ8(kernels::requireIsa(isa, "matvecQ8"), w, xq, xs, 1, y, r0, r1);
 }
 
 void quantizeActivationsQ8_32(const float* x, size_t n, int8_t* xq, float* xs) {
-  quantizeActivationsQ8_32(bestIsa(), x, n, xq, xs);
+  quantizeActivationsQ8_32(kernels::bestIsa(), x, n, xq, xs);
 }
 void matvecMxfp4Q8(const WeightView& w, const int8_t* xq, const float* xs, float* y, size_t r0,
                    size_t r1) {
-  matvecMxfp4Q8(bestIsa(), w, xq, xs, y, r0, r1);
+  matvecMxfp4Q8(kernels::bestIsa(), w, xq, xs, y, r0, r1);
 }
 void matmulMxfp4Q8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
                    size_t r0, size_t r1) {
-  matmulMxfp4Q8(bestIsa(), w, Xq, Xs, n, Y, r0, r1);
+  matmulMxfp4Q8(kernels::bestIsa(), w, Xq, Xs, n, Y, r0, r1);
 }
 void matvecQ8(const WeightView& w, const int8_t* xq, const float* xs, float* y, size_t r0,
               size_t r1) {
-  matvecQ8(bestIsa(), w, xq, xs, y, r0, r1);
+  matvecQ8(kernels::bestIsa(), w, xq, xs, y, r0, r1);
 }
 void matmulQ8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
               size_t r0, size_t r1) {
-  matmulQ8(bestIsa(), w, Xq, Xs, n, Y, r0, r1);
+  matmulQ8(kernels::bestIsa(), w, Xq, Xs, n, Y, r0, r1);
 }
 
 }  // namespace k3::quant

@@ -13,7 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "k3/quant/cpu_features.h"
+#include "k3/kernels/cpu_features.h"
 #include "k3/quant/weight_view.h"
 
 namespace k3::quant {
@@ -47,14 +47,14 @@ void matvecQ8(const WeightView& w, const int8_t* xq, const float* xs, float* y, 
 void matmulQ8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y,
               size_t r0, size_t r1);
 
-void quantizeActivationsQ8_32(Isa isa, const float* x, size_t n, int8_t* xq, float* xs);
-void matvecQ8(Isa isa, const WeightView& w, const int8_t* xq, const float* xs, float* y,
+void quantizeActivationsQ8_32(kernels::Isa isa, const float* x, size_t n, int8_t* xq, float* xs);
+void matvecQ8(kernels::Isa isa, const WeightView& w, const int8_t* xq, const float* xs, float* y,
               size_t r0, size_t r1);
-void matmulQ8(Isa isa, const WeightView& w, const int8_t* Xq, const float* Xs, size_t n,
+void matmulQ8(kernels::Isa isa, const WeightView& w, const int8_t* Xq, const float* Xs, size_t n,
               float* Y, size_t r0, size_t r1);
-void matvecMxfp4Q8(Isa isa, const WeightView& w, const int8_t* xq, const float* xs, float* y,
+void matvecMxfp4Q8(kernels::Isa isa, const WeightView& w, const int8_t* xq, const float* xs, float* y,
                    size_t r0, size_t r1);
-void matmulMxfp4Q8(Isa isa, const WeightView& w, const int8_t* Xq, const float* Xs, size_t n,
+void matmulMxfp4Q8(kernels::Isa isa, const WeightView& w, const int8_t* Xq, const float* Xs, size_t n,
                    float* Y, size_t r0, size_t r1);
 
 }  // namespace k3::quant

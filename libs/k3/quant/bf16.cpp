@@ -2,6 +2,7 @@
 #include "k3/quant/bf16.h"
 
 #include "k3/io/error.h"
+#include "k3/kernels/isa_dispatch.h"
 #include "k3/quant/isa_kernels.h"
 
 namespace k3::quant {
@@ -19,21 +20,18 @@ void f32ToBf16(const float* in, uint16_t* out, size_t n) {
 }  // namespace scalar
 
 // AVX-512 adds nothing for these memory-bound loops: the AVX2 code serves both.
-void bf16ToF32(Isa isa, const uint16_t* in, float* out, size_t n) {
-  if (requireIsa(isa, "bf16ToF32") == Isa::Scalar) return scalar::bf16ToF32(in, out, n);
-  avx2::bf16ToF32(in, out, n);
+void bf16ToF32(kernels::Isa isa, const uint16_t* in, float* out, size_t n) {
+  K3_KERNEL_FOR(kernels::requireIsa(isa, "bf16ToF32"), bf16ToF32)(in, out, n);
 }
-void f16ToF32(Isa isa, const uint16_t* in, float* out, size_t n) {
-  if (requireIsa(isa, "f16ToF32") == Isa::Scalar) return scalar::f16ToF32(in, out, n);
-  avx2::f16ToF32(in, out, n);
+void f16ToF32(kernels::Isa isa, const uint16_t* in, float* out, size_t n) {
+  K3_KERNEL_FOR(kernels::requireIsa(isa, "f16ToF32"), f16ToF32)(in, out, n);
 }
-void f32ToBf16(Isa isa, const float* in, uint16_t* out, size_t n) {
-  if (requireIsa(isa, "f32ToBf16") == Isa::Scalar) return scalar::f32ToBf16(in, out, n);
-  avx2::f32ToBf16(in, out, n);
+void f32ToBf16(kernels::Isa isa, const float* in, uint16_t* out, size_t n) {
+  K3_KERNEL_FOR(kernels::requireIsa(isa, "f32ToBf16"), f32ToBf16)(in, out, n);
 }
 
-void bf16ToF32(const uint16_t* in, float* out, size_t n) { bf16ToF32(bestIsa(), in, out, n); }
-void f16ToF32(const uint16_t* in, float* out, size_t n) { f16ToF32(bestIsa(), in, out, n); }
-void f32ToBf16(const float* in, uint16_t* out, size_t n) { f32ToBf16(bestIsa(), in, out, n); }
+void bf16ToF32(const uint16_t* in, float* out, size_t n) { bf16ToF32(kernels::bestIsa(), in, out, n); }
+void f16ToF32(const uint16_t* in, float* out, size_t n) { f16ToF32(kernels::bestIsa(), in, out, n); }
+void f32ToBf16(const float* in, uint16_t* out, size_t n) { f32ToBf16(kernels::bestIsa(), in, out, n); }
 
 }  // namespace k3::quant

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "k3/quant/cpu_features.h"
+#include "k3/kernels/cpu_features.h"
 
 namespace k3::quant {
 
@@ -61,8 +61,8 @@ void f32ToBf16(const float* in, uint16_t* out, size_t n);
 
 // The same on a named ISA (tests compare the paths); throws Unsupported when
 // this CPU lacks it.
-void bf16ToF32(Isa isa, const uint16_t* in, float* out, size_t n);
-void f16ToF32(Isa isa, const uint16_t* in, float* out, size_t n);
-void f32ToBf16(Isa isa, const float* in, uint16_t* out, size_t n);
+void bf16ToF32(kernels::Isa isa, const uint16_t* in, float* out, size_t n);
+void f16ToF32(kernels::Isa isa, const uint16_t* in, float* out, size_t n);
+void f32ToBf16(kernels::Isa isa, const float* in, uint16_t* out, size_t n);
 
 }  // namespace k3::quant

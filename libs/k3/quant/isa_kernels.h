@@ -6,13 +6,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "k3/quant/cpu_features.h"
+#include "k3/kernels/cpu_features.h"
 #include "k3/quant/weight_view.h"
 
 namespace k3::quant {
-
-// Throws k3::Error(Unsupported) naming `what` if the CPU cannot run `isa`.
-Isa requireIsa(Isa isa, const char* what);
 
 #define K3_QUANT_ISA_KERNELS                                                                  \
   void bf16ToF32(const uint16_t* in, float* out, size_t n);                                   \

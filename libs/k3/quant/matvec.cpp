@@ -1,6 +1,7 @@
 // Scalar matvec/matmul reference kernels and the run-time ISA dispatch.
 #include "k3/quant/matvec.h"
 
+#include "k3/kernels/isa_dispatch.h"
 #include "k3/quant/bf16.h"
 #include "k3/quant/isa_kernels.h"
 #include "k3/quant/mxfp4.h"
@@ -80,30 +81,22 @@ void matmul(const WeightView& w, const float* X, size_t n, float* Y, size_t r0, 
 }
 }  // namespace scalar
 
-void matmul(Isa isa, const WeightView& w, const float* X, size_t n, float* Y, size_t r0,
+void matmul(kernels::Isa isa, const WeightView& w, const float* X, size_t n, float* Y, size_t r0,
             size_t r1) {
   checkWeightView(w, r0, r1, "matmul");
-  switch (requireIsa(isa, "matmul")) {
-    case Isa::Scalar: return scalar::matmul(w, X, n, Y, r0, r1);
-    case Isa::Avx2: return avx2::matmul(w, X, n, Y, r0, r1);
-    case Isa::Avx512: return avx512::matmul(w, X, n, Y, r0, r1);
-  }
+  K3_KERNEL3_FOR(kernels::requireIsa(isa, "matmul"), matmul)(w, X, n, Y, r0, r1);
 }
 
-void matvec(Isa isa, const WeightView& w, const float* x, float* y, size_t r0, size_t r1) {
+void matvec(kernels::Isa isa, const WeightView& w, const float* x, float* y, size_t r0, size_t r1) {
   checkWeightView(w, r0, r1, "matvec");
-  switch (requireIsa(isa, "matvec")) {
-    case Isa::Scalar: return scalar::matmul(w, x, 1, y, r0, r1);
-    case Isa::Avx2: return avx2::matmul(w, x, 1, y, r0, r1);
-    case Isa::Avx512: return avx512::matmul(w, x, 1, y, r0, r1);
-  }
+  K3_KERNEL3_FOR(kernels::requireIsa(isa, "matvec"), matmul)(w, x, 1, y, r0, r1);
 }
 
 void matvec(const WeightView& w, const float* x, float* y, size_t r0, size_t r1) {
-  matvec(bestIsa(), w, x, y, r0, r1);
+  matvec(kernels::bestIsa(), w, x, y, r0, r1);
 }
 void matmul(const WeightView& w, const float* X, size_t n, float* Y, size_t r0, size_t r1) {
-  matmul(bestIsa(), w, X, n, Y, r0, r1);
+  matmul(kernels::bestIsa(), w, X, n, Y, r0, r1);
 }
 
 }  // namespace k3::quant

@@ -24,7 +24,7 @@
 
 #include <cstddef>
 
-#include "k3/quant/cpu_features.h"
+#include "k3/kernels/cpu_features.h"
 #include "k3/quant/weight_view.h"
 
 namespace k3::quant {
@@ -33,8 +33,8 @@ void matvec(const WeightView& w, const float* x, float* y, size_t r0, size_t r1)
 void matmul(const WeightView& w, const float* X, size_t n, float* Y, size_t r0, size_t r1);
 
 // Per-ISA entry points (tests, benchmarks). Throw Unsupported if the CPU lacks it.
-void matvec(Isa isa, const WeightView& w, const float* x, float* y, size_t r0, size_t r1);
-void matmul(Isa isa, const WeightView& w, const float* X, size_t n, float* Y, size_t r0,
+void matvec(kernels::Isa isa, const WeightView& w, const float* x, float* y, size_t r0, size_t r1);
+void matmul(kernels::Isa isa, const WeightView& w, const float* X, size_t n, float* Y, size_t r0,
             size_t r1);
 
 }  // namespace k3::quant

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "k3/io/error.h"
+#include "k3/kernels/isa_dispatch.h"
 #include "k3/quant/isa_kernels.h"
 
 namespace k3::quant {
@@ -60,27 +61,23 @@ void quantizeInt4G64(const float* w, size_t rows, size_t cols, uint8_t* packed, 
 }
 }  // namespace scalar
 
-void quantizeInt8Rows(Isa isa, const float* w, size_t rows, size_t cols, int8_t* q,
+void quantizeInt8Rows(kernels::Isa isa, const float* w, size_t rows, size_t cols, int8_t* q,
                       float* scales) {
-  if (requireIsa(isa, "quantizeInt8Rows") == Isa::Scalar)
-    return scalar::quantizeInt8Rows(w, rows, cols, q, scales);
-  avx2::quantizeInt8Rows(w, rows, cols, q, scales);
+  K3_KERNEL_FOR(kernels::requireIsa(isa, "quantizeInt8Rows"), quantizeInt8Rows)(w, rows, cols, q, scales);
 }
 
-void quantizeInt4G64(Isa isa, const float* w, size_t rows, size_t cols, uint8_t* packed,
+void quantizeInt4G64(kernels::Isa isa, const float* w, size_t rows, size_t cols, uint8_t* packed,
                      float* scales) {
   if (cols % kInt4Group)
     fail(ErrorKind::Usage, "quantizeInt4G64: ", cols, " columns is not a multiple of 64");
-  if (requireIsa(isa, "quantizeInt4G64") == Isa::Scalar)
-    return scalar::quantizeInt4G64(w, rows, cols, packed, scales);
-  avx2::quantizeInt4G64(w, rows, cols, packed, scales);
+  K3_KERNEL_FOR(kernels::requireIsa(isa, "quantizeInt4G64"), quantizeInt4G64)(w, rows, cols, packed, scales);
 }
 
 void quantizeInt8Rows(const float* w, size_t rows, size_t cols, int8_t* q, float* scales) {
-  quantizeInt8Rows(bestIsa(), w, rows, cols, q, scales);
+  quantizeInt8Rows(kernels::bestIsa(), w, rows, cols, q, scales);
 }
 void quantizeInt4G64(const float* w, size_t rows, size_t cols, uint8_t* packed, float* scales) {
-  quantizeInt4G64(bestIsa(), w, rows, cols, packed, scales);
+  quantizeInt4G64(kernels::bestIsa(), w, rows, cols, packed, scales);
 }
 
 void downcastInt8ToInt4G64(const int8_t* q8, const float* rowScales, size_t rows, size_t cols,

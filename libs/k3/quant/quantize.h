@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "k3/quant/cpu_features.h"
+#include "k3/kernels/cpu_features.h"
 
 namespace k3::quant {
 
@@ -32,8 +32,8 @@ void downcastInt8ToInt4G64(const int8_t* q8, const float* rowScales, size_t rows
                            uint8_t* packed, float* scales);
 
 // The same quantizers on a named ISA (tests); throw Unsupported if absent.
-void quantizeInt8Rows(Isa isa, const float* w, size_t rows, size_t cols, int8_t* q, float* scales);
-void quantizeInt4G64(Isa isa, const float* w, size_t rows, size_t cols, uint8_t* packed,
+void quantizeInt8Rows(kernels::Isa isa, const float* w, size_t rows, size_t cols, int8_t* q, float* scales);
+void quantizeInt4G64(kernels::Isa isa, const float* w, size_t rows, size_t cols, uint8_t* packed,
                      float* scales);
 
 }  // namespace k3::quant

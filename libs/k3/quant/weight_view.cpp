@@ -60,12 +60,6 @@ void checkWeightView(const WeightView& w, size_t r0, size_t r1, const char* what
     fail(ErrorKind::Usage, what, ": MXFP4 weight has ", w.cols, " columns, not a multiple of 32");
 }
 
-Isa requireIsa(Isa isa, const char* what) {
-  if (!isaSupported(isa))
-    fail(ErrorKind::Unsupported, what, ": this CPU cannot run the ", isaName(isa), " kernels");
-  return isa;
-}
-
 void dequantizeRow(const WeightView& w, size_t row, float* out) {
   checkWeightView(w, row, row + 1, "dequantizeRow");
   const size_t cols = w.cols;

@@ -1,14 +1,16 @@
 // CPUID checks via __builtin_cpu_supports (which also checks that the OS
 // saves the wide registers); F16C straight from CPUID leaf 1 because clang 14
 // does not know the "f16c" feature name.
-#include "k3/quant/cpu_features.h"
+#include "k3/kernels/cpu_features.h"
 
 #include <cpuid.h>
 
 #include <cstdlib>
 #include <cstring>
 
-namespace k3::quant {
+#include "k3/io/error.h"
+
+namespace k3::kernels {
 
 static bool hasF16c() {
   unsigned eax, ebx, ecx, edx;
@@ -66,4 +68,10 @@ Isa bestIsa() {
   return isa;
 }
 
-}  // namespace k3::quant
+Isa requireIsa(Isa isa, const char* what) {
+  if (!isaSupported(isa))
+    fail(ErrorKind::Unsupported, what, ": this CPU cannot run the ", isaName(isa), " kernels");
+  return isa;
+}
+
+}  // namespace k3::kernels

@@ -3,7 +3,7 @@
 // ISA flags and are only ever called after these checks say the CPU has them.
 #pragma once
 
-namespace k3::quant {
+namespace k3::kernels {
 
 enum class Isa {
   Scalar,  // portable reference, baseline x86-64
@@ -21,4 +21,7 @@ bool isaSupported(Isa isa);
 // and tests); asking for an unsupported ISA falls back to the best supported.
 Isa bestIsa();
 
-}  // namespace k3::quant
+// Throws k3::Error(Unsupported) naming `what` if the CPU cannot run `isa`.
+Isa requireIsa(Isa isa, const char* what);
+
+}  // namespace k3::kernels
