@@ -350,8 +350,7 @@ int runMain(const Args& a) {
   if (!a.json) std::fputc('\n', stdout);
   printStats(a, session, jsonIds("prompt_ids", ids) + jsonIds("tokens", g.tokens) +
                              cat(",\"stopped\":", g.stopped ? "true" : "false") +
-                             cat(",\"decode_wall_tok_s\":",
-                                 g.firstToLastSeconds > 0 ? (g.tokens.size() - 1) / g.firstToLastSeconds : 0.0));
+                             cat(",\"decode_wall_tok_s\":", g.wallTokensPerSecond()));
   return 0;
 }
 

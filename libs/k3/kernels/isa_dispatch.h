@@ -2,10 +2,13 @@
 // family declares scalar:: (the reference, baseline x86-64), avx2:: (AVX2 +
 // FMA, *_avx2.cpp) and, where 16 lanes pay, avx512:: (*_avx512.cpp) versions
 // of the same signature, and its public function calls
-// K3_KERNEL(name)(args…) / K3_KERNEL3(name)(args…). The choice follows
-// kernels::bestIsa(), decided once per process, so every token of a run goes
-// through the same arithmetic. Callers (layers, the forward) call only the
-// public functions, never a scalar::/avx2:: version directly.
+// K3_KERNEL(name)(args…) / K3_KERNEL3(name)(args…), which follow bestIsa()
+// (decided once per process, so every token of a run goes through the same
+// arithmetic), or K3_KERNEL_FOR(isa, name) / K3_KERNEL3_FOR(isa, name) where
+// the public function takes the ISA (quant's entry points, so tests can run
+// every path). A family without avx512:: runs avx2:: on AVX-512 machines.
+// Callers (layers, the forward, the converter) call only the public
+// functions, never a scalar::/avx2:: version directly.
 #pragma once
 
 #include "k3/kernels/cpu_features.h"

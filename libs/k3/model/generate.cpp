@@ -12,14 +12,13 @@ GenerateResult generate(Session& session, Sampler& sampler, const GenerateOption
   if (session.position() == 0) fail(ErrorKind::Usage, "generate: nothing was fed (empty prompt)");
   GenerateResult r;
   r.tokens.reserve(opts.maxTokens);
-  std::chrono::steady_clock::time_point first;
+  std::chrono::steady_clock::time_point first, last;
   for (size_t i = 0; i < opts.maxTokens; ++i) {
     const int32_t id = sampler.sample(session.lastLogits());
     r.tokens.push_back(id);
     onToken(id);
-    const auto now = std::chrono::steady_clock::now();
-    if (i == 0) first = now;
-    r.firstToLastSeconds = std::chrono::duration<double>(now - first).count();
+    last = std::chrono::steady_clock::now();
+    if (i == 0) first = last;
     const bool stop = std::find(opts.stopIds.begin(), opts.stopIds.end(), id) != opts.stopIds.end();
     if (stop) {
       r.stopped = true;
@@ -29,6 +28,7 @@ GenerateResult generate(Session& session, Sampler& sampler, const GenerateOption
     // The last token of the limit is not fed: nobody will read its logits.
     if (i + 1 < opts.maxTokens) session.feed({&id, 1});
   }
+  r.firstToLastSeconds = std::chrono::duration<double>(last - first).count();
   return r;
 }
 

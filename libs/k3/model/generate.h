@@ -26,6 +26,10 @@ struct GenerateResult {
   // reader of the stream sees (sampling and the caller's output included),
   // the like-for-like figure for a client timing a served stream.
   double firstToLastSeconds = 0;
+  // (tokens − 1) / firstToLastSeconds; 0 with fewer than two tokens.
+  double wallTokensPerSecond() const {
+    return firstToLastSeconds > 0 ? static_cast<double>(tokens.size() - 1) / firstToLastSeconds : 0.0;
+  }
 };
 
 // Session must have been fed at least one token. onToken(id) is called for

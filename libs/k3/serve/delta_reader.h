@@ -3,8 +3,9 @@
 //
 // Why batch: on a fast model every token would otherwise wake the HTTP thread
 // and the client, and on a machine whose cores all run the forward those
-// wake-ups land in the middle of its thread-pool barriers (measured by
-// scripts/bench_serve). A delta that arrives after a quiet interval goes out
+// wake-ups land in the middle of its thread-pool barriers (the expected
+// cost; scripts/bench_serve --stream-interval-ms 0 vs the default is the
+// measurement, not yet taken on a quiet machine). A delta that arrives after a quiet interval goes out
 // at once, so time to first token and slow models (seconds per token) see no
 // delay; the added latency is at most the interval. Not thread-safe: one
 // reader per job.
