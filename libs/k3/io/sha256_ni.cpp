@@ -1,5 +1,6 @@
 #include "k3/io/sha256_ni.h"
 
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include <cstring>
@@ -81,8 +82,14 @@ K3_SHA_TARGET void blocks2(uint32_t sa[8], const uint8_t* pa, uint32_t sb[8], co
 
 }  // namespace
 
+// CPUID directly: clang 14's __builtin_cpu_supports does not know "sha".
 bool sha256NiAvailable() {
-  static const bool ok = __builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1");
+  static const bool ok = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_SSE4_1)) return false;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    return (b & bit_SHA) != 0;
+  }();
   return ok;
 }
 
