@@ -21,6 +21,7 @@
 #include "k3/io/process_memory.h"
 #include "k3/kernels/cpu_features.h"
 #include "k3/model/chat_session.h"
+#include "k3/model/expert_top_p.h"
 #include "k3/model/generate.h"
 #include "k3/model/logits_writer.h"
 #include "k3/model/model_weights.h"
@@ -44,6 +45,7 @@ struct Args {
   int topK = 0;
   uint64_t seed = 0;
   double expertGb = 0.0;
+  float expertTopP = 1.0f;  // 1 = off
   std::string activations = "f32";
   // --serve
   bool serve = false;
@@ -156,7 +158,11 @@ std::string phasesJson(const char* pass, const k3::model::PhaseTimes& t) {
 void printStats(const Args& a, const Session& s, const std::string& callerJson) {
   const ResidencyStats rs = s.residency().stats();
   const std::string extraJson = residencyJson(rs) + phasesJson("prefill", s.stats().prefillPhases) +
-                                phasesJson("decode", s.stats().decodePhases) + callerJson;
+                                phasesJson("decode", s.stats().decodePhases) +
+                                cat(",\"expert_top_p\":", a.expertTopP, ",\"experts_kept_mean\":",
+                                    s.expertsKeptPerTokenLayer(), ",\"expert_bytes_per_token\":",
+                                    s.expertBytesPerToken()) +
+                                callerJson;
   const SessionStats& st = s.stats();
   const double pf = st.prefillSeconds > 0 ? st.prefillTokens / st.prefillSeconds : 0.0;
   const double dc = st.decodeSeconds > 0 ? st.decodeTokens / st.decodeSeconds : 0.0;
@@ -185,6 +191,9 @@ void printStats(const Args& a, const Session& s, const std::string& callerJson) 
                    rs.budgetBytes / 1048576.0, rs.residentBytes / 1048576.0,
                    static_cast<unsigned long long>(rs.reads), static_cast<unsigned long long>(rs.directReads),
                    rs.readSeconds > 0 ? rs.diskBytes / rs.readSeconds / 1e9 : 0.0, rs.waitSeconds);
+    if (a.expertTopP < 1.0f)
+      std::fprintf(stderr, "[k3-run] expert top-p %g: %.2f experts kept per token and MoE layer, %.1f MiB expert "
+                   "bytes per token\n", a.expertTopP, s.expertsKeptPerTokenLayer(), s.expertBytesPerToken() / 1048576.0);
   }
 }
 
@@ -218,6 +227,7 @@ int serveMain(Args a) {
   so.chunk = a.chunk;
   so.maxContext = a.ctx;
   so.expertBudget = static_cast<uint64_t>(a.expertGb * 1e9);
+  so.expertTopP = a.expertTopP;
   k3::serve::Engine engine(*weights, tok, so, a.srv.engine);
   http.attach(tok, engine);
   std::printf("listening on http://%s:%d\n", a.srv.host.c_str(), port);
@@ -259,6 +269,7 @@ int runMain(const Args& a) {
   so.chunk = a.chunk;
   so.maxContext = std::max(a.ctx, std::max(forced.size(), promptIds.size()) + 1);
   so.expertBudget = static_cast<uint64_t>(a.expertGb * 1e9);
+  so.expertTopP = a.expertTopP;
   Session session(*weights, so);
 
   // Evaluation modes: teacher-forced ids or a perplexity text.
@@ -377,6 +388,9 @@ int main(int argc, char** argv) {
   app.add_option("--top-p", a.topP, "nucleus mass to keep (1 = all)");
   app.add_option("--seed", a.seed, "sampling seed (same seed, same sample)");
   app.add_option("--expert-gb", a.expertGb, "bound on resident routed-expert memory, GB (0 = none)");
+  app.add_option("--expert-top-p", a.expertTopP,
+                 "keep a token's highest-weight routed experts up to this cumulative weight, drop the "
+                 "rest (0 < P <= 1; 1 = all, default): fewer expert bytes per token, see docs/QUALITY.md");
   app.add_option("--threads", a.threads, "threads (0 = all cores)");
   app.add_option("--chunk", a.chunk, "prefill chunk size in tokens (default 128)")->check(CLI::PositiveNumber);
   app.add_option("--ctx", a.ctx, "context capacity in tokens (default 4096)")->check(CLI::PositiveNumber);
@@ -400,6 +414,7 @@ int main(int argc, char** argv) {
   app.add_option("--cors", a.srv.corsOrigin, "--serve: allow this browser origin (CORS off by default)");
   CLI11_PARSE(app, argc, argv);
   try {
+    k3::model::checkExpertTopP(a.expertTopP, "--expert-top-p");
     if (a.serve) {
       if (!a.prompt.empty() || a.chat || !a.ids.empty() || !a.promptIds.empty() || !a.perplexity.empty())
         k3::fail(k3::ErrorKind::Usage, "--serve goes alone: not with -p, --chat, --ids, --prompt-ids or --perplexity");
