@@ -36,13 +36,13 @@ struct ManifestExpert {
 
 struct ManifestShard {
   std::string file;
-  int root = 0;  // index into ExpertManifest::roots (0 = DST itself)
   uint64_t size = 0;
   std::string sha256;
   uint64_t dataOffset = 0;  // 8 + N
   uint64_t tensors = 0;
   ManifestSourceShard source;
   std::vector<ManifestExpert> experts;  // sorted by (layer, id)
+  int root = 0;  // spread containers: index into ExpertManifest::roots (0 = DST itself)
   bool operator==(const ManifestShard&) const = default;
 };
 
