@@ -176,7 +176,7 @@ TEST(SpreadLayout, ManifestRefusesBadRoots) {
     EXPECT_NE(at, std::string::npos) << from;
     return t.replace(at, from.size(), to);
   };
-  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+  for (const auto& change : std::vector<std::pair<std::string, std::string>>{
            {"\"roots\": [\".\", \"../d2\"]", "\"roots\": [\".\", \"/etc\"]"},
            {"\"roots\": [\".\", \"../d2\"]", "\"roots\": [\"../d2\", \".\"]"},
            {"\"roots\": [\".\", \"../d2\"]", "\"roots\": [\".\"]"},
@@ -185,9 +185,9 @@ TEST(SpreadLayout, ManifestRefusesBadRoots) {
            {"\"root\": 1", "\"root\": 2"},
            {"\"root\": 1, ", ""}}) {
     std::string what;
-    EXPECT_EQ(kindOf([&] { k3::ExpertManifest::parse(replaced(from, to), "m.json"); }, &what),
+    EXPECT_EQ(kindOf([&] { k3::ExpertManifest::parse(replaced(change.first, change.second), "m.json"); }, &what),
               k3::ErrorKind::Format)
-        << to;
+        << change.second;
     EXPECT_NE(what.find("m.json"), std::string::npos) << what;
   }
 }
