@@ -381,8 +381,9 @@ RepackSummary repack(const RepackOptions& opt) {
       const SpreadMarker have = SpreadMarker::parse(readInputFile(marker, kConfigInput), marker);
       if (have != want)
         fail(ErrorKind::Mismatch, marker, ": ", rootDirs[k], " already holds root ", have.root, " of ", have.roots,
-             " of another container (config sha256 ", have.configSha256.substr(0, 12), "…, bits ",
-             have.settings.bits, "); give each container its own --spread directories");
+             " of another container or --spread order (config sha256 ", have.configSha256.substr(0, 12),
+             "…, bits ", have.settings.bits, "), not root ", k, " of ", rootDirs.size(),
+             " of this one; give each container its own --spread directories, in the same order on reruns");
     } else {
       writeFileAtomic(marker, want.toJson());
     }

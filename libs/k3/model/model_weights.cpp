@@ -248,8 +248,13 @@ void checkIndexedShards(const std::string& dir, const std::set<std::string>& nam
 // are checked (directory, marker) by resolveSpreadRoots.
 std::vector<std::string> spreadShardPaths(const std::string& dir, const std::vector<std::string>& spread,
                                           std::vector<std::string>& rootDirs, std::set<std::string>& locations) {
-  const ExpertManifest m = ExpertManifest::load((fs::path(dir) / ExpertManifest::kFileName).string());
-  if (!m.spread()) fail(ErrorKind::Usage, "--spread: ", dir, " is not spread over several directories");
+  const std::string manifest = (fs::path(dir) / ExpertManifest::kFileName).string();
+  const ExpertManifest m = ExpertManifest::load(manifest);
+  if (!m.spread() && !spread.empty())
+    fail(ErrorKind::Usage, "--spread: ", dir, " is not spread over several directories");
+  if (!m.spread())  // the index names shards elsewhere, the manifest does not
+    fail(ErrorKind::Format, dir, "/model.safetensors.index.json names shards outside the container, but ", manifest,
+         " is not a spread container's (format_version ", m.formatVersion, ")");
   rootDirs = resolveSpreadRoots(dir, m, spread);
   std::vector<std::string> paths;
   for (const ManifestShard& s : m.shards) {
