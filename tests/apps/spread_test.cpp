@@ -263,6 +263,18 @@ TEST(Spread, KilledRunsResumeByteIdenticalAndOtherSettingsAreRefused) {
   EXPECT_TRUE(rel(s.files()) == ref);
 }
 
+TEST(Spread, ShardSlicesThenFinalizeEqualOneRun) {
+  const std::string src = k3test::synthSnapshot("tiny", 1);
+  const SpreadSet s(k3test::freshDir("spread-slices"));
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{"--shards", "5-9"}, {"--shards", "1-4"}, {"--finalize"}}) {
+    std::vector<std::string> args = repackArgs(src, s);
+    args.insert(args.end(), extra.begin(), extra.end());
+    ASSERT_EQ(runWith(args, {}).exitCode, 0) << extra[0];
+  }
+  EXPECT_TRUE(s.files() == referenceSet().files());
+}
+
 TEST(Spread, BadSpreadDirectoriesAreUsageErrors) {
   const std::string src = k3test::synthSnapshot("tiny", 1);
   const std::string base = k3test::freshDir("spread-usage");
