@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "k3/convert/repacker.h"
+#include "k3/format/spread_layout.h"
 #include "k3/io/error.h"
 #include "k3/io/json_text.h"
 #include "k3/io/progress_meter.h"
@@ -32,6 +33,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({4, 8, 16}));
   app.add_option("--head-bits", opt.headBits, "bit width of lm_head (default max(bits, 8))")
       ->check(CLI::IsMember({4, 8, 16}));
+  std::string spread;
+  app.add_option("--spread", spread,
+                 "spread the shard files over DST and these directories (DIR2[,DIR3...], one per drive): "
+                 "each layer's experts are cut across all of them");
   app.add_option("--shards", shards,
                  "convert only these source shards (e.g. 1-40,45); finalize later with --finalize");
   CLI::Option* threadsOpt = app.add_option("--threads", threads, "quantization threads (default: all cores)");
@@ -63,6 +68,7 @@ int main(int argc, char** argv) {
     opt.converter.threads = threadsOpt->count() ? k3::checkThreadCount(threads)
                                                 : std::max(1u, std::thread::hardware_concurrency());
     if (!shards.empty()) opt.shards = k3::convert::parseShardList(shards);
+    if (!spread.empty()) opt.spread = k3::parseSpreadDirs(spread);
     if (opt.finalizeOnly && !opt.shards.empty())
       k3::fail(k3::ErrorKind::Usage, "--finalize and --shards are exclusive");
     k3::convert::RepackSummary sum = k3::convert::repack(opt);

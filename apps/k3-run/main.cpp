@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "k3/format/spread_layout.h"
 #include "k3/io/error.h"
 #include "k3/io/process_memory.h"
 #include "k3/kernels/cpu_features.h"
@@ -47,12 +48,17 @@ struct Args {
   double expertGb = 0.0;
   float expertTopP = 1.0f;  // 1 = off
   std::string activations = "f32";
+  std::string spread;  // a spread container's other directories, when moved
   // --serve
   bool serve = false;
   k3::serve::ServeOptions srv;
   std::string apiKeyFile;
   double stateCacheGb = 1.0;
 };
+
+std::vector<std::string> spreadDirs(const Args& a) {
+  return a.spread.empty() ? std::vector<std::string>{} : parseSpreadDirs(a.spread);
+}
 
 std::vector<int32_t> parseIds(const std::string& spec, const char* flag) {
   std::string text = spec;
@@ -141,7 +147,8 @@ std::string residencyJson(const ResidencyStats& r) {
              ",\"expert_reads\":", r.reads, ",\"expert_unique_reads\":", r.uniqueReads,
              ",\"expert_direct_reads\":", r.directReads,
              ",\"expert_disk_bytes\":", r.diskBytes, ",\"expert_read_s\":", r.readSeconds,
-             ",\"expert_read_gb_s\":", gbs, ",\"expert_wait_s\":", r.waitSeconds);
+             ",\"expert_read_gb_s\":", gbs, ",\"expert_wait_s\":", r.waitSeconds,
+             ",\"expert_read_queues\":", r.readQueues);
 }
 
 // Seconds by forward phase, then the routed-expert weight bytes the
@@ -219,7 +226,7 @@ int serveMain(Args a) {
   const int port = http.start();  // /health answers 503 while the model loads
   WeightOptions wo;
   wo.int8Activations = a.activations == "int8";
-  auto weights = ModelWeights::open(a.dir, wo);
+  auto weights = ModelWeights::open(a.dir, wo, spreadDirs(a));
   if (a.preload) weights->prefault(a.expertGb <= 0.0);
   const tok::Tokenizer tok = tok::Tokenizer::fromDirectory(a.dir);
   SessionOptions so;
@@ -242,7 +249,7 @@ int serveMain(Args a) {
 int runMain(const Args& a) {
   WeightOptions wo;
   wo.int8Activations = a.activations == "int8";
-  auto weights = ModelWeights::open(a.dir, wo);
+  auto weights = ModelWeights::open(a.dir, wo, spreadDirs(a));
   const ModelConfig& cfg = weights->config();
   // Experts stay on demand when their memory is bounded.
   if (a.preload) weights->prefault(a.expertGb <= 0.0);
@@ -398,6 +405,9 @@ int main(int argc, char** argv) {
                  "f32 (default, exact) or int8: activations quantised per 32 values into integer-dot "
                  "kernels for the MXFP4/int4/int8 matrices (faster, approximate)")
       ->check(CLI::IsMember({"f32", "int8"}));
+  app.add_option("--spread", a.spread,
+                 "a container made with k3-repack --spread: its other directories, in order, where they are "
+                 "now (default: as recorded, relative to the container)");
   app.add_flag("--preload", a.preload, "map every weight page at start (warm page cache; experts too unless --expert-gb)");
   app.add_flag("--no-bos", a.noBos, "do not prepend the config's BOS to a raw prompt");
   app.add_flag("--json", a.json, "print results and stats as one JSON object");
