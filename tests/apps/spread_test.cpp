@@ -318,6 +318,9 @@ TEST(Spread, OneLoaderQueuePerFileSystem) {
   };
   EXPECT_EQ(queues(s.dst), 2);
   EXPECT_EQ(queues(tinyContainer(4)), 1);
+  // Reads interleaved over the two queues, down to a few slots: same logits.
+  const std::string plain = logits(tinyContainer(4));
+  for (const char* gb : {"0.0003", "0.00003", "0.000001"}) EXPECT_EQ(logits(s.dst, {"--expert-gb", gb}), plain) << gb;
 }
 
 }  // namespace

@@ -178,7 +178,31 @@ void ExpertResidency::willUse(int layer, const int* ids, size_t n) {
     unlinkLocked(s);
     if (sl.state != SlotState::Loading) readyQueue_.push_back(s);  // a loading one queues itself when done
   }
-  if (bounded()) scheduleLocked();
+  if (bounded()) {
+    interleavePendingLocked();
+    scheduleLocked();
+  }
+}
+
+void ExpertResidency::interleavePendingLocked() {
+  // A spread container holds each layer's experts as one id range per drive:
+  // in id order, a budget of fewer slots than the list would read the first
+  // drive's range before the second's. Round-robin over the queues instead,
+  // each in id order, so every drive has reads from the start.
+  if (loadQueues_.size() < 2 || pending_.size() < 2) return;
+  std::vector<std::vector<size_t>>& byQueue = pendingByQueue_;  // kept: no allocation per token
+  byQueue.resize(loadQueues_.size());
+  for (auto& q : byQueue) q.clear();
+  for (size_t i : pending_) byQueue[queueOf_[expert(list_[i]).shard]].push_back(i);
+  pending_.clear();
+  for (size_t at = 0, added = 1; added; ++at) {
+    added = 0;
+    for (const auto& q : byQueue)
+      if (at < q.size()) {
+        pending_.push_back(q[at]);
+        ++added;
+      }
+  }
 }
 
 ExpertLease ExpertResidency::next() {

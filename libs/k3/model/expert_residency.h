@@ -142,6 +142,7 @@ class ExpertResidency {
   const ExpertWeights& expert(size_t key) const;
   void release(int32_t slot);
   // Slot bookkeeping, all under mu_.
+  void interleavePendingLocked();    // pending list items round-robin over the loader queues
   void scheduleLocked();             // pending list items into free or evictable slots
   void refreshLocked(int32_t slot);  // (un)link by evictability; frees a failed slot nobody is owed
   void unlinkLocked(int32_t slot);
@@ -177,6 +178,7 @@ class ExpertResidency {
   std::vector<uint8_t> queuedTo_;                // scheduleLocked's scratch: queues given a slot
   std::vector<size_t> list_;        // keys of the current list
   std::vector<size_t> pending_;     // list indices not yet given a slot, in order
+  std::vector<std::vector<size_t>> pendingByQueue_;  // interleavePendingLocked's scratch
   size_t pendingFrom_ = 0, handedOut_ = 0;
   std::deque<int32_t> readyQueue_;  // slots ready and owed to the current list
   size_t inFlight_ = 0, waiting_ = 0;
