@@ -92,6 +92,39 @@ def tiktoken_lines(src, fn):
     open(p, "w").write("\n".join(fn(lines)) + "\n")
 
 
+def config_sha_fixed(c, edit):
+    """Edit the container's config.json, then the manifest's source.config_sha256
+    (so only the edit itself is what a tool can object to)."""
+    import hashlib
+    p = os.path.join(c, "config.json")
+    edit(p)
+    digest = hashlib.sha256(open(p, "rb").read()).hexdigest()
+    manifest(c, lambda m: m["source"].__setitem__("config_sha256", digest))
+
+
+def drop_max_positions(p):
+    edit_json(p, lambda o: o["text_config"].pop("max_position_embeddings"))
+
+
+def duplicate_key(p):
+    """hidden_size twice in text_config: JSON parsers keep one or the other."""
+    text = open(p).read()
+    at = text.index('"text_config"')
+    brace = text.index("{", at)
+    open(p, "w").write(text[:brace + 1] + '"hidden_size": 4096, ' + text[brace + 1:])
+
+
+def in_file(root, how):
+    """ROOT/in: the file an option (--ids, --perplexity, --api-key-file, -f, ...) names."""
+    path = os.path.join(root, "in")
+    open(path, "w").close()
+    replace(path, how)
+
+
+def in_text(root, text):
+    open(os.path.join(root, "in"), "w").write(text)
+
+
 CASES = {
     # ---- special files and sizes in the source snapshot (k3-repack) ----
     "src_config_fifo": lambda s, c: replace(f"{s}/config.json", "fifo"),
@@ -198,14 +231,38 @@ CASES = {
     "c_tokenizer_json_ok": lambda s, c: open(f"{c}/tokenizer.json", "w").write("{}"),
     "c_stale_lock_ok": lambda s, c: open(f"{c}/.k3-repack.lock", "w").write("999999\n"),
     "none": lambda s, c: None,
+    # ---- k3-run: the model's limits, config keys ----
+    "c_no_max_positions": lambda s, c: config_sha_fixed(c, drop_max_positions),
+    "c_config_dup_key": lambda s, c: config_sha_fixed(c, duplicate_key),
+    "src_config_dup_key": lambda s, c: duplicate_key(f"{s}/config.json"),
+}
+
+# Cases on ROOT/in (the file an option names), given ROOT rather than src and c.
+ROOT_CASES = {
+    "in_fifo": lambda r: in_file(r, "fifo"),
+    "in_devzero": lambda r: in_file(r, "devzero"),
+    "in_dir": lambda r: in_file(r, "dir"),
+    "in_empty": lambda r: in_file(r, "empty"),
+    "in_sparse_300m": lambda r: in_file(r, "sparse:300000000"),
+    "in_sparse_100k": lambda r: in_file(r, "sparse:100000"),
+    "in_ids_garbage": lambda r: in_text(r, "1 2 3\n4 five 6\n"),
+    "in_ids_double_comma": lambda r: in_text(r, "1,2,,3\n"),
+    "in_ids_past_vocab": lambda r: in_text(r, "1 2 768\n"),
+    "in_ids_overflow": lambda r: in_text(r, "1 2 4294967296\n"),
+    "in_ids_ok": lambda r: in_text(r, "1 2 3\n"),
+    "in_text": lambda r: in_text(r, "the quick brown fox jumps over the lazy dog. " * 4),
+    "in_json_garbage": lambda r: in_text(r, "{\"messages\": [1, 2"),
 }
 
 
 def main():
     case, root = sys.argv[1], sys.argv[2]
-    if case not in CASES:
+    if case in ROOT_CASES:
+        ROOT_CASES[case](root)
+    elif case in CASES:
+        CASES[case](os.path.join(root, "src"), os.path.join(root, "c"))
+    else:
         sys.exit(f"unknown case {case}")
-    CASES[case](os.path.join(root, "src"), os.path.join(root, "c"))
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@
 #include "k3/tok/byte_level.h"
 #include "k3/tok/corpus_check.h"
 #include "k3/tok/hf_tokenizer_json.h"
+#include "k3/tok/id_list_input.h"
 #include "k3/tok/id_text.h"
 #include "support/test_env.h"
 #include "tok_test_util.h"
