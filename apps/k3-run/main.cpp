@@ -35,6 +35,7 @@
 #include "k3/serve/stop_signal.h"
 #include "k3/tok/id_list_input.h"
 #include "k3/tok/tokenizer.h"
+#include "k3/verify/container_gate.h"
 
 namespace {
 
@@ -197,6 +198,7 @@ int serveMain(Args a) {
   a.srv.engine.stateCacheBytes = static_cast<uint64_t>(a.stateCacheGb * 1e9);
   k3::serve::HttpServer http(a.srv);
   const int port = http.start();  // /health answers 503 while the model loads
+  verify::checkContainerGate(a.dir);  // k3-verify's fast checks before mapping anything
   WeightOptions wo;
   wo.int8Activations = a.activations == "int8";
   auto weights = ModelWeights::open(a.dir, wo);
@@ -220,6 +222,7 @@ int serveMain(Args a) {
 }
 
 int runMain(const Args& a) {
+  verify::checkContainerGate(a.dir);  // k3-verify's fast checks before mapping anything
   WeightOptions wo;
   wo.int8Activations = a.activations == "int8";
   auto weights = ModelWeights::open(a.dir, wo);

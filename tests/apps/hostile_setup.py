@@ -93,13 +93,21 @@ def tiktoken_lines(src, fn):
 
 
 def config_sha_fixed(c, edit):
-    """Edit the container's config.json, then the manifest's source.config_sha256
-    (so only the edit itself is what a tool can object to)."""
+    """Edit the container's config.json, then what the manifest says of it
+    (source.config_sha256, its files entry), so only the edit itself is what a
+    tool can object to."""
     import hashlib
     p = os.path.join(c, "config.json")
     edit(p)
-    digest = hashlib.sha256(open(p, "rb").read()).hexdigest()
-    manifest(c, lambda m: m["source"].__setitem__("config_sha256", digest))
+    data = open(p, "rb").read()
+    digest = hashlib.sha256(data).hexdigest()
+
+    def fix(m):
+        m["source"]["config_sha256"] = digest
+        for f in m["files"]:
+            if f["file"] == "config.json":
+                f["size"], f["sha256"] = len(data), digest
+    manifest(c, fix)
 
 
 def drop_max_positions(p):
@@ -235,6 +243,23 @@ CASES = {
     "c_no_max_positions": lambda s, c: config_sha_fixed(c, drop_max_positions),
     "c_config_dup_key": lambda s, c: config_sha_fixed(c, duplicate_key),
     "src_config_dup_key": lambda s, c: duplicate_key(f"{s}/config.json"),
+    # ---- k3-run's start gate: what k3-verify's fast checks reject ----
+    "c_manifest_garbage": lambda s, c: open(f"{c}/k3-manifest.json", "w").write("{not json"),
+    "c_manifest_no_shards": lambda s, c: manifest(c, lambda m: m.__setitem__("shards", [])),
+    "c_manifest_size_wrong": lambda s, c: manifest(c, lambda m: m["shards"][2].__setitem__("size", m["shards"][2]["size"] + 1)),
+    "c_index_missing": lambda s, c: os.remove(f"{c}/model.safetensors.index.json"),
+    "c_index_wrong_shard": lambda s, c: edit_json(
+        f"{c}/model.safetensors.index.json",
+        lambda o: o["weight_map"].__setitem__(P + "input_layernorm.weight", "model-00001-of-000009.safetensors")),
+    "c_layers_fewer": lambda s, c: config_sha_fixed(c, lambda p: edit_json(p, lambda o: (
+        o["text_config"].__setitem__("num_hidden_layers", 4),
+        o["text_config"]["linear_attn_config"].__setitem__(
+            "kda_layers", [x for x in o["text_config"]["linear_attn_config"]["kda_layers"] if x <= 4])))),
+    "c_expert_dtype_i8": lambda s, c: set_header(
+        f"{c}/{C_SHARD}", P + "block_sparse_moe.experts.3.w1.weight_packed", "dtype", "I8"),
+    "c_norm_shape_wrong": lambda s, c: set_header(f"{c}/{C_SHARD}", P + "input_layernorm.weight", "shape", [2, 64]),
+    "c_shard_truncated": lambda s, c: os.truncate(f"{c}/{C_SHARD}", os.path.getsize(f"{c}/{C_SHARD}") - 100),
+    "c_shard_header_garbage": lambda s, c: open(f"{c}/{C_SHARD}", "r+b").write(struct.pack("<Q", 1 << 40)),
 }
 
 # Cases on ROOT/in (the file an option names), given ROOT rather than src and c.
