@@ -297,5 +297,8 @@ int main(int argc, char** argv) {
   } catch (const k3::Error& e) {
     std::cerr << "k3-tokgen: " << e.what() << "\n";
     return e.kind() == k3::ErrorKind::Usage ? 2 : 1;
+  } catch (const std::exception& e) {  // bad_alloc and the like: one line, never an abort
+    std::cerr << "k3-tokgen: internal error: " << e.what() << "\n";
+    return 1;
   }
 }

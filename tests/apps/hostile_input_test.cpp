@@ -419,6 +419,11 @@ std::vector<Case> runOptionCases() {
       {"tokgen_decode_overflow", "none", "k3-tokgen", {"decode", "{C}", "--ids", "99999999999"}, 2, "is too large"},
       {"tokgen_bench_devzero", "in_devzero", "k3-tokgen", {"bench", "{C}", "--file", "{ROOT}/in"}, 1, "text is a character device"},
       {"tokgen_bench_fifo", "in_fifo", "k3-tokgen", {"bench", "{C}", "--file", "{ROOT}/in"}, 1, "text is a FIFO"},
+      {"tokgen_added_past_vocab", "src_tokcfg_past_vocab", "k3-tokgen", {"{SRC}", "-o", "{ROOT}/t.json"}, 1, "added token 800 '<|beyond|>' is past the vocabulary (ids 512..767)"},
+      {"repack_added_past_vocab", "src_tokcfg_past_vocab", "k3-repack", kRepack, 1, "added token 800 '<|beyond|>' is past the vocabulary"},
+      {"tokgen_encode_added_past_vocab", "src_tokcfg_past_vocab", "k3-tokgen", {"encode", "{SRC}", "-t", "hi"}, 1, "is past the vocabulary"},
+      {"tokgen_reserved_past_ok", "src_tokcfg_reserved_past_ok", "k3-tokgen", {"{SRC}", "-o", "{ROOT}/t.json"}, 0, ""},
+      {"tokgen_long_token_linear", "src_tiktoken_long_token", "k3-tokgen", {"{SRC}", "-o", "{ROOT}/t.json"}, 0, ""},
       // command lines: one line "APP: ... (see --help)", exit 2, in all four apps
       {"cli_run_unknown_flag", "none", run, {"{C}", "--bogus"}, 2, "k3-run: The following argument was not expected: --bogus (see --help)"},
       {"cli_run_no_container", "none", run, V{}, 2, "k3-run: container is required (see --help)"},

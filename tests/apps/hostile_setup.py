@@ -259,6 +259,15 @@ CASES = {
         f"{c}/{C_SHARD}", P + "block_sparse_moe.experts.3.w1.weight_packed", "dtype", "I8"),
     "c_norm_shape_wrong": lambda s, c: set_header(f"{c}/{C_SHARD}", P + "input_layernorm.weight", "shape", [2, 64]),
     "c_shard_truncated": lambda s, c: os.truncate(f"{c}/{C_SHARD}", os.path.getsize(f"{c}/{C_SHARD}") - 100),
+    # ---- k3-tokgen: added tokens past the vocabulary, a hostile token length ----
+    "src_tokcfg_past_vocab": lambda s, c: edit_json(
+        f"{s}/tokenizer_config.json",
+        lambda o: o["added_tokens_decoder"].__setitem__("800", {"content": "<|beyond|>", "special": True})),
+    "src_tokcfg_reserved_past_ok": lambda s, c: edit_json(
+        f"{s}/tokenizer_config.json",
+        lambda o: o["added_tokens_decoder"].__setitem__("768", {"content": "<|reserved_token_768|>", "special": True})),
+    "src_tiktoken_long_token": lambda s, c: tiktoken_lines(
+        s, lambda ls: ls[:-1] + [__import__("base64").b64encode(b"q" * 300000).decode() + " " + ls[-1].split()[1]]),
     "c_shard_header_garbage": lambda s, c: open(f"{c}/{C_SHARD}", "r+b").write(struct.pack("<Q", 1 << 40)),
 }
 

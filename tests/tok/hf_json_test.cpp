@@ -5,6 +5,8 @@
 
 #include <simdjson.h>
 
+#include <chrono>
+
 #include "k3/io/error.h"
 #include "k3/tok/byte_level.h"
 #include "k3/tok/corpus_check.h"
@@ -46,6 +48,45 @@ TEST(TokHfJson, MergesFollowRankOrderOverAllReachableSplits) {
   EXPECT_EQ(merges[2].right, 257u);
   EXPECT_EQ(merges[3].left, 256u);
   EXPECT_EQ(merges[3].right, uint32_t('c'));
+}
+
+TEST(TokHfJson, AHostile300KbTokenCostsLinearTime) {
+  // Before the length filter: 16 s (every split hashed both halves).
+  const std::string longToken(300000, 'q');
+  Tokenizer t = tiny({"ab", "bc", "abc", longToken, "qq"});
+  const auto t0 = std::chrono::steady_clock::now();
+  auto merges = k3::tok::rankOrderedMerges(t.vocab());
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(s, 1.0);
+  // The same merges as without the long token (it has no split into two tokens).
+  ASSERT_EQ(merges.size(), 5u);
+  EXPECT_EQ(merges.back().result, 260u);  // qq = q + q
+  EXPECT_EQ(merges.back().left, uint32_t('q'));
+}
+
+TEST(TokIdList, OneGrammarWithOffsetsAndTheVocabulary) {
+  using k3::tok::parseIds;
+  EXPECT_EQ(parseIds("1,2 3\n[4, 5]"), (std::vector<uint32_t>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(parseIds(""), std::vector<uint32_t>{});
+  auto message = [](std::string_view text, uint64_t vocab = 0) {
+    try {
+      parseIds(text, "--ids", vocab);
+    } catch (const k3::Error& e) {
+      EXPECT_EQ(e.kind(), k3::ErrorKind::Usage);
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message("1,,2"), "--ids: empty token id before the comma at offset 2");
+  EXPECT_EQ(message(",1"), "--ids: empty token id before the comma at offset 0");
+  EXPECT_EQ(message("1,2,"), "--ids: empty token id after the last comma");
+  EXPECT_EQ(message("[1,]"), "--ids: empty token id after the comma before offset 3");
+  EXPECT_EQ(message("1 x"), "--ids: unexpected character 'x' at offset 2");
+  EXPECT_EQ(message("1\x01"), "--ids: unexpected character '\\x01' at offset 1");
+  EXPECT_EQ(message("4294967295"), "no error");
+  EXPECT_EQ(message("4294967296"), "--ids: token id at offset 0 is too large");
+  EXPECT_EQ(message("5 10", 10), "--ids: token id 10 at offset 2 is outside the vocabulary [0, 10)");
+  EXPECT_EQ(message("9", 10), "no error");
 }
 
 TEST(TokHfJson, ValidDeterministicJsonWithSpecFields) {

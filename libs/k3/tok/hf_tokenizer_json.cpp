@@ -40,6 +40,11 @@ std::vector<Merge> rankOrderedMerges(const Vocab& vocab) {
   for (uint32_t r = 0; r < n; ++r) byLength[r] = r;
   std::stable_sort(byLength.begin(), byLength.end(),
                    [&](uint32_t a, uint32_t b) { return vocab.bytes(a).size() < vocab.bytes(b).size(); });
+  // A split (a, b) of t needs tokens of both lengths: looking a length up is
+  // O(1), hashing a substring is O(its length). Without this filter one
+  // hostile 300 KB token cost 300k hashes of ~150 KB each (16 s).
+  std::vector<bool> hasLength(n ? vocab.bytes(byLength.back()).size() + 1 : 1, false);
+  for (uint32_t r = 0; r < n; ++r) hasLength[vocab.bytes(r).size()] = true;
   std::vector<bool> reachable(n, false);
   std::vector<Merge> merges;
   for (uint32_t r : byLength) {
@@ -49,6 +54,7 @@ std::vector<Merge> rankOrderedMerges(const Vocab& vocab) {
       continue;
     }
     for (size_t k = 1; k < t.size(); ++k) {
+      if (!hasLength[k] || !hasLength[t.size() - k]) continue;
       uint32_t a = vocab.rank(t.substr(0, k));
       if (a == kNoRank || !reachable[a]) continue;
       uint32_t b = vocab.rank(t.substr(k));
