@@ -5,7 +5,9 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <chrono>
+#include <set>
 
 #include "k3/io/error.h"
 #include "k3/tok/byte_level.h"
@@ -62,6 +64,46 @@ TEST(TokHfJson, AHostile300KbTokenCostsLinearTime) {
   ASSERT_EQ(merges.size(), 5u);
   EXPECT_EQ(merges.back().result, 260u);  // qq = q + q
   EXPECT_EQ(merges.back().left, uint32_t('q'));
+}
+
+// The hashed split search against the plain definition (every split of every
+// token into two reachable tokens, by rank then position) on a random
+// vocabulary with many overlapping tokens.
+TEST(TokHfJson, MergesEqualTheBruteForceDefinitionOnARandomVocabulary) {
+  std::vector<std::string> extra;
+  std::set<std::string> seen;
+  uint64_t x = 12345;
+  auto next = [&] { return x = x * 6364136223846793005ull + 1442695040888963407ull, x >> 33; };
+  while (extra.size() < 3000) {
+    std::string t;
+    const size_t len = 2 + next() % 7;
+    for (size_t i = 0; i < len; ++i) t.push_back("abcd"[next() % 4]);
+    if (seen.insert(t).second) extra.push_back(t);
+  }
+  Tokenizer tok = tiny(extra);
+  const k3::tok::Vocab& v = tok.vocab();
+  // Brute force: reachability by length, splits by hashing each half.
+  std::vector<uint32_t> order(v.size());
+  for (uint32_t r = 0; r < v.size(); ++r) order[r] = r;
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return v.bytes(a).size() < v.bytes(b).size(); });
+  std::vector<bool> reach(v.size());
+  std::vector<k3::tok::Merge> want;
+  for (uint32_t r : order) {
+    const std::string_view t = v.bytes(r);
+    if (t.size() == 1) reach[r] = true;
+    for (size_t k = 1; k < t.size(); ++k) {
+      const uint32_t a = v.rank(t.substr(0, k)), b = v.rank(t.substr(k));
+      if (a == k3::tok::kNoRank || b == k3::tok::kNoRank || !reach[a] || !reach[b]) continue;
+      reach[r] = true;
+      want.push_back({a, b, r});
+    }
+  }
+  std::stable_sort(want.begin(), want.end(), [](const auto& p, const auto& q) { return p.result < q.result; });
+  const auto got = k3::tok::rankOrderedMerges(v);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_GT(got.size(), 3000u);
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_TRUE(got[i].left == want[i].left && got[i].right == want[i].right && got[i].result == want[i].result) << i;
 }
 
 TEST(TokIdList, OneGrammarWithOffsetsAndTheVocabulary) {
