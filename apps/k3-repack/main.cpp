@@ -1,6 +1,7 @@
 // k3-repack: converts a Kimi K3 HF snapshot into the k3kit container
 // (docs/CONTAINER.md). Thin CLI over k3::convert::repack().
 #include <CLI/CLI.hpp>
+#include "../cli_parse.h"
 
 #include <csignal>
 #include <cstdio>
@@ -46,12 +47,7 @@ int main(int argc, char** argv) {
                "leave out text tensors config.json does not imply (default: refuse the source)");
   app.add_flag("--finalize", opt.finalizeOnly,
                "only merge: copy files, rebuild the index, write k3-manifest.json");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);  // prints help/version or the flag error
-    return rc == 0 ? 0 : 2;
-  }
+  if (const auto rc = k3app::parseCommandLine(app, "k3-repack", argc, argv)) return *rc;
 
   const bool tty = k3::stderrIsTerminal();
   opt.progress = tty && !opt.dryRun;

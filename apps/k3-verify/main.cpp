@@ -2,6 +2,7 @@
 // Checks a repacked K3 container; exit 0 = sound, 1 = problems, 2 = could not
 // run (usage, DST unreadable, or a file in it could not be read).
 #include <CLI/CLI.hpp>
+#include "../cli_parse.h"
 #include <cstdio>
 #include <iostream>
 
@@ -29,12 +30,7 @@ int main(int argc, char** argv) {
   std::string io = "auto";
   app.add_option("--io", io, "--full reads: direct (O_DIRECT), buffered, or auto (direct unless cached)")
       ->check(CLI::IsMember({"auto", "buffered", "direct"}));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
-  }
+  if (const auto rc = k3app::parseCommandLine(app, "k3-verify", argc, argv)) return *rc;
 
   k3::verify::VerifyOptions opts;
   opts.full = full;

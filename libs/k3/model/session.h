@@ -60,6 +60,7 @@ class Session {
   const ModelConfig& config() const { return w_.config(); }
   size_t vocabSize() const { return static_cast<size_t>(w_.config().vocabSize); }
   size_t chunk() const { return forward_.maxChunk(); }
+  size_t capacity() const { return opts_.maxContext; }  // positions the state can hold (--ctx)
 
   // Forgets everything: KDA state, conv windows, MLA cache, token history.
   void reset();
