@@ -28,10 +28,18 @@ ErrorKind errorKindOf(ProblemKind k) {
 std::optional<std::pair<Problem, size_t>> firstProblem(const std::string& dir, const std::vector<std::string>& spread) {
   VerifyReport report;
   checkContainer(dir, report, spread);
+  // A missing file explains the problems that follow from it (tensors the
+  // index places there, manifest entries): it is the one to name.
   std::optional<std::pair<Problem, size_t>> out;
+  bool missingFile = false;
   for (const Problem& p : report.problems()) {
     if (isStrayFile(p)) continue;
-    if (!out) out.emplace(p, 0);
+    const bool isMissingFile = p.kind == ProblemKind::Missing && !p.shard.empty() && p.tensor.empty() && p.layer < 0;
+    if (!out || (isMissingFile && !missingFile)) {
+      const size_t seen = out ? out->second : 0;
+      out.emplace(p, seen);
+      missingFile = isMissingFile;
+    }
     ++out->second;
   }
   return out;
