@@ -1,0 +1,43 @@
+#!/usr/bin/python3
+"""Repeat rows: the copying task k3-mini needs for tool arguments.
+
+A row is a run of episodes `S S'` where S is a random span and S' the same
+span again. The loss is taken on S' only (S is unpredictable by design), so
+the only way to lower it is to look back and copy: the induction pattern
+(find the earlier occurrence of the current token, emit what followed it)
+that a tool call needs to write a city it has never seen from the user's
+message. Spans are uniform random BPE ranks (pure copying, nothing to
+memorise) or random pronounceable names, as k3_mini_copy_data writes them.
+"""
+
+import numpy as np
+
+IGNORE = -100
+
+
+def episode(rng, tok_ranks, names):
+    """One span as ids: random ranks, or 2-6 random names joined by spaces."""
+    if names is not None and rng.random() < 0.5:
+        k = int(rng.integers(2, 7))
+        return np.concatenate([names[int(rng.integers(len(names)))] for _ in range(k)])
+    return rng.integers(0, tok_ranks, size=int(rng.integers(6, 33)))
+
+
+def row(rng, T, tok_ranks, names=None):
+    """(ids [T+1], targets [T]): targets are ids[1:] on the repeated halves, IGNORE elsewhere."""
+    ids, keep = [], []
+    while len(ids) < T + 1:
+        s = episode(rng, tok_ranks, names).tolist()
+        ids += s + s
+        keep += [False] * len(s) + [True] * len(s)
+    ids, keep = np.array(ids[:T + 1], dtype=np.int64), np.array(keep[:T + 1])
+    tgt = np.where(keep[1:], ids[1:], IGNORE)
+    # The first token of S' follows the last of S: not copyable, not scored.
+    starts = np.nonzero(keep[1:] & ~keep[:-1])[0]
+    tgt[starts] = IGNORE
+    return ids, tgt
+
+
+def name_pieces(tok, names):
+    """Each name tokenised as it appears after a space (how the chat data writes them)."""
+    return [np.array(tok.encode_ordinary(" " + n), dtype=np.int64) for n in names]
