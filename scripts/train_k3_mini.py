@@ -78,7 +78,8 @@ class Batches:
     def __call__(self, rng):
         a = self.a
         R = a.repeat_rows or 0
-        x = self.data.batch(rng, a.batch - R, a.seq, a.chat_rows)
+        x = self.data.batch(rng, a.batch - R, a.seq, a.chat_rows) if a.batch > R else \
+            torch.zeros(0, a.seq + 1, dtype=torch.int64)
         y = x[:, 1:].clone()
         if R:
             rows = [k3_mini_repeat.row(rng, a.seq, a.ranks, self.names) for _ in range(R)]
@@ -207,14 +208,24 @@ def train(a, log=print):
 
 
 def prev_token_keys(model):
-    """Half of each KDA layer's key channels start on the previous token's conv tap."""
+    """An induction-friendly start for each KDA layer's last head: its keys read
+    the previous token (conv tap -2) through the same projection as its queries
+    (so the current token's query meets the key of the position after that
+    token's last occurrence, whose value is the token to copy), and its decay
+    starts near zero so the state keeps a span seen a few dozen tokens back.
+    Everything stays trainable."""
     with torch.no_grad():
         for ly in model.model.layers:
-            w = getattr(ly.self_attn, "k_conv1d", None)
-            if w is not None:
-                h = w.shape[0] // 2
-                w[h:, :, -1] -= 1.0
-                w[h:, :, -2] += 1.0
+            kda = ly.self_attn
+            w = getattr(kda, "k_conv1d", None)
+            if w is None:
+                continue
+            d = kda.c.d
+            h = slice(w.shape[0] - d, w.shape[0])
+            w[h, :, -1] -= 1.0
+            w[h, :, -2] += 1.0
+            kda.k_proj[h] = kda.q_proj[h]
+            kda.dt_bias[h] = -8.0
 
 
 def save(model, a, rows, t0, hl, probes=()):
