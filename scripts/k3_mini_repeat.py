@@ -8,6 +8,10 @@ the only way to lower it is to look back and copy: the induction pattern
 that a tool call needs to write a city it has never seen from the user's
 message. Spans are uniform random BPE ranks (pure copying, nothing to
 memorise) or random pronounceable names, as k3_mini_copy_data writes them.
+A third kind pairs each name as running text writes it (" Name", after a
+space) with the bare form a tool argument holds ("Name", after <|sep|>):
+the two tokenise differently at the first piece, so copying a city into an
+argument needs that mapping as well as the copy.
 """
 
 import numpy as np
@@ -23,10 +27,25 @@ def episode(rng, tok_ranks, names):
     return rng.integers(0, tok_ranks, size=int(rng.integers(6, 33)))
 
 
-def row(rng, T, tok_ranks, names=None):
+def name_pairs(rng, spaced, bare):
+    """(ids, scored): 2-5 names, each spaced then bare; only the bare copies are scored."""
+    ids, keep = [], []
+    for _ in range(int(rng.integers(2, 6))):
+        i = int(rng.integers(len(spaced)))
+        ids += spaced[i].tolist() + bare[i].tolist()
+        keep += [False] * len(spaced[i]) + [True] * len(bare[i])
+    return ids, keep
+
+
+def row(rng, T, tok_ranks, names=None, bare=None):
     """(ids [T+1], targets [T]): targets are ids[1:] on the repeated halves, IGNORE elsewhere."""
     ids, keep = [], []
     while len(ids) < T + 1:
+        if bare is not None and rng.random() < 0.4:
+            i, k = name_pairs(rng, names, bare)
+            ids += i
+            keep += k
+            continue
         s = episode(rng, tok_ranks, names).tolist()
         ids += s + s
         keep += [False] * len(s) + [True] * len(s)
@@ -38,6 +57,6 @@ def row(rng, T, tok_ranks, names=None):
     return ids, tgt
 
 
-def name_pieces(tok, names):
-    """Each name tokenised as it appears after a space (how the chat data writes them)."""
-    return [np.array(tok.encode_ordinary(" " + n), dtype=np.int64) for n in names]
+def name_pieces(tok, names, space=True):
+    """Each name tokenised after a space (running text) or bare (a tool argument's value)."""
+    return [np.array(tok.encode_ordinary((" " if space else "") + n), dtype=np.int64) for n in names]

@@ -16,7 +16,8 @@ load balancing (aux-loss-free, sign of the load error). For the last
 --repeat-rows R replaces the last R rows of every batch by repeat rows
 (k3_mini_repeat: a random span, then the same span, scored on the copy), so
 the copying circuit a tool argument needs forms from the first steps rather
-than never. --prev-token-keys starts half of each KDA layer's key channels on
+than never. --bare-names adds episodes that pair a spaced name with its bare form (the
+first piece of a tool argument). --prev-token-keys starts half of each KDA layer's key channels on
 the previous token's conv tap (an induction-friendly start; the conv is still
 trained). --probe-every K logs the copy loss on fixed repeat rows and the
 teacher-forced loss of held-out cities written as a get_weather argument.
@@ -72,8 +73,8 @@ class Docs:
 class Batches:
     """Training batches: document rows (text/chat) and, optionally, repeat rows."""
 
-    def __init__(self, data, a, names):
-        self.data, self.a, self.names = data, a, names
+    def __init__(self, data, a, names, bare=None):
+        self.data, self.a, self.names, self.bare = data, a, names, bare
 
     def __call__(self, rng):
         a = self.a
@@ -82,7 +83,7 @@ class Batches:
             torch.zeros(0, a.seq + 1, dtype=torch.int64)
         y = x[:, 1:].clone()
         if R:
-            rows = [k3_mini_repeat.row(rng, a.seq, a.ranks, self.names) for _ in range(R)]
+            rows = [k3_mini_repeat.row(rng, a.seq, a.ranks, self.names, self.bare) for _ in range(R)]
             x = torch.cat([x, torch.from_numpy(np.stack([r[0] for r in rows]))], 0)
             y = torch.cat([y, torch.from_numpy(np.stack([r[1] for r in rows]))], 0)
         return x[:, :-1], y
@@ -152,7 +153,7 @@ def train(a, log=print):
     model = K3Mini(k3_mini_config.text_config())
     if a.prev_token_keys:
         prev_token_keys(model)
-    names = None
+    names = bare = None
     if a.repeat_rows or a.probe_every:
         import random
         import xtml_ref
@@ -163,8 +164,10 @@ def train(a, log=print):
         with open(os.path.join(a.data, "held_cities.json")) as f:
             held_cities = set(json.load(f))
         r = random.Random(a.seed + 1)
-        names = k3_mini_repeat.name_pieces(tok, [random_name(r, held_cities) for _ in range(4000)])
-    batches = Batches(data, a, names)
+        drawn = [random_name(r, held_cities) for _ in range(4000)]
+        names = k3_mini_repeat.name_pieces(tok, drawn)
+        bare = k3_mini_repeat.name_pieces(tok, drawn, space=False) if a.bare_names else None
+    batches = Batches(data, a, names, bare if a.repeat_rows else None)
     probe = Probe(a, names) if a.probe_every else None
     if a.init:  # continue from a checkpoint (fine-tuning stage)
         model.load_state_dict(torch.load(a.init, map_location="cpu"))
@@ -280,6 +283,8 @@ def main(argv=None):
     ap.add_argument("--chat-rows", type=int, help="batch rows starting at a chat document (default half)")
     ap.add_argument("--held-batches", type=int, default=8, help="held-out batches for the final loss")
     ap.add_argument("--repeat-rows", type=int, default=0, help="batch rows that are repeat (copy) rows")
+    ap.add_argument("--bare-names", action="store_true",
+                    help="repeat rows also pair ' Name' with the bare 'Name' a tool argument holds")
     ap.add_argument("--prev-token-keys", action="store_true", help="induction-friendly KDA key conv start")
     ap.add_argument("--probe-every", type=int, default=0, help="log the copy and held-out city probes")
     ap.add_argument("--smoke", action="store_true")
