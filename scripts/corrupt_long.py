@@ -79,7 +79,8 @@ def main():
                     ["k3-tokgen", src, "-o", os.path.join(case, "t.json")]]
         else:
             runs = [["k3-verify", c, "--full", "--threads", "2"], ["k3-verify", c, "--source", src, "--threads", "2"],
-                    ["k3-run", c, "--ids", "1,2,3", "--threads", "2"], ["k3-tokgen", c, "-o", os.path.join(case, "t.json")]]
+                    ["k3-run", c, "--ids", "1,2,3", "--threads", "2"], ["k3-run", c, "-p", "hi", "-n", "4", "--threads", "2"],
+                    ["k3-tokgen", c, "-o", os.path.join(case, "t.json")]]
         for argv in runs:
             stats["cases"] += 1
             argv = [os.path.join(a.bin, argv[0])] + argv[1:]

@@ -39,47 +39,75 @@ def log_softmax(x):
     return x - m - np.log(np.exp(x - m).sum(1, keepdims=True))
 
 
-def run_doc(k3_run, container, path, act, logits):
+def run_doc(k3_run, container, path, act, logits, extra=()):
     r = subprocess.run([k3_run, container, "--perplexity", path, "--activations", act, "--logits-out", logits,
-                        "--json", "--threads", "1"], capture_output=True, text=True, check=True)
+                        "--json", "--threads", "1", *extra], capture_output=True, text=True, check=True)
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def measure(snapshot, docs, work, bin_dir, settings=SETTINGS, acts=ACTS, log=print):
+def write_docs(docs, work):
+    """The held-out documents as text files under WORK; returns their paths."""
     os.makedirs(work, exist_ok=True)
-    k3_run = os.path.join(bin_dir, "k3-run")
     paths = []
     for i, d in enumerate(docs):
         p = os.path.join(work, f"doc{i:03d}.txt")
         with open(p, "w", encoding="utf-8") as f:
             f.write(d)
         paths.append(p)
+    return paths
+
+
+def vocab_size(snapshot):
     with open(os.path.join(snapshot, "config.json")) as f:
-        vocab = json.load(f)["text_config"]["vocab_size"]
+        return json.load(f)["text_config"]["vocab_size"]
+
+
+def repacked(snapshot, work, bin_dir, flags):
+    """SNAPSHOT repacked with FLAGS under WORK (once); returns the container."""
+    cont = os.path.join(work, "c_" + "_".join(flags).replace("--", ""))
+    if not os.path.exists(os.path.join(cont, "k3-manifest.json")):
+        subprocess.run([os.path.join(bin_dir, "k3-repack"), snapshot, cont] + flags, check=True, capture_output=True)
+    return cont
+
+
+def run_docs(k3_run, cont, paths, act, vocab, work, extra=()):
+    """Every document through k3-run --perplexity: (summed NLL, predicted
+    positions, per-document log-probabilities [predicted x vocab], the runs' JSON)."""
+    nll, n, lps, runs = 0.0, 0, [], []
+    for p in paths:
+        lg_path = os.path.join(work, "logits.f32")
+        r = run_doc(k3_run, cont, p, act, lg_path, extra)
+        npos = r["predicted"]
+        nll += math.log(r["perplexity"]) * npos
+        n += npos
+        lg = np.fromfile(lg_path, np.float32).reshape(-1, vocab)
+        lps.append(log_softmax(lg[:npos]))  # row t predicts token t+1; the last row has no target
+        runs.append(r)
+    return nll, n, lps, runs
+
+
+def agreement(lps, base):
+    """(argmax agreements, summed KL(base || lps) in nats) over all positions."""
+    agree, kl = 0, 0.0
+    for a, b in zip(lps, base):
+        agree += int((a.argmax(1) == b.argmax(1)).sum())
+        kl += float((np.exp(b) * (b - a)).sum())
+    return agree, kl
+
+
+def measure(snapshot, docs, work, bin_dir, settings=SETTINGS, acts=ACTS, log=print):
+    k3_run = os.path.join(bin_dir, "k3-run")
+    paths = write_docs(docs, work)
+    vocab = vocab_size(snapshot)
     base, rows = None, []
     for label, flags in settings:
-        cont = os.path.join(work, "c_" + "_".join(flags).replace("--", ""))
-        if not os.path.exists(os.path.join(cont, "k3-manifest.json")):
-            subprocess.run([os.path.join(bin_dir, "k3-repack"), snapshot, cont] + flags, check=True,
-                           capture_output=True)
+        cont = repacked(snapshot, work, bin_dir, flags)
         size = sum(os.path.getsize(os.path.join(cont, f)) for f in os.listdir(cont) if f.endswith(".safetensors"))
         for act in acts:
-            nll, n, agree, kl = 0.0, 0, 0, 0.0
-            lps = []
-            for i, p in enumerate(paths):
-                lg_path = os.path.join(work, "logits.f32")
-                r = run_doc(k3_run, cont, p, act, lg_path)
-                npos = r["predicted"]
-                nll += math.log(r["perplexity"]) * npos
-                n += npos
-                lg = np.fromfile(lg_path, np.float32).reshape(-1, vocab)
-                lg = log_softmax(lg[:npos])  # row t predicts token t+1; the last row has no target
-                lps.append(lg)
+            nll, n, lps, _ = run_docs(k3_run, cont, paths, act, vocab, work)
             if base is None:
                 base = lps
-            for a, b in zip(lps, base):
-                agree += int((a.argmax(1) == b.argmax(1)).sum())
-                kl += float((np.exp(b) * (b - a)).sum())
+            agree, kl = agreement(lps, base)
             row = {"setting": label, "flags": flags, "activations": act, "ppl": math.exp(nll / n),
                    "argmax_agree": agree / n, "mean_kl": kl / n, "positions": n, "container_bytes": size}
             log(json.dumps(row))

@@ -3,7 +3,7 @@
 computed straight from the SOURCE Hugging Face snapshot (spec sections 1-4, 6).
 
   k3_ref.py SNAPSHOT --ids 1,2,3 | --ids-file F  --out logits.f32
-            [--hidden-out F] [--json] [--f64]
+            [--hidden-out F] [--json] [--f64] [--expert-top-p P]
 
 --out writes little-endian float32 [positions x vocab], the layout of
 k3-run --logits-out. --hidden-out writes the peer trace layout (spec 6.10):
@@ -36,6 +36,11 @@ Choices where the spec leaves one (PEER choice taken each time):
   defaults); every other key used is required.
 - A_log may be longer than the number of KDA heads (K3 pads 96 to 128); only
   the first Hk entries are used.
+- --expert-top-p P (< 1) applies the peer's optional TOPP knob (spec 6.6
+  note) after the top-k routing: weights ranked descending, ties to the lower
+  expert id, kept until their running f32 sum reaches P, renormalised over
+  that sum + 1e-20 (k3_ref_ops.expert_top_p); the kept experts are summed in
+  that order. P = 1 (the default) leaves the routing as it is.
 """
 import argparse
 import json
@@ -120,10 +125,12 @@ class K3Config:
 class K3Reference:
     """Teacher-forced forward pass of spec 6 over one sequence of ids."""
 
-    def __init__(self, snapshot_dir, dt=np.float32):
+    def __init__(self, snapshot_dir, dt=np.float32, expert_top_p=1.0):
         self.snap = Snapshot(snapshot_dir)
         self.cfg = K3Config(self.snap.config)
         self.dt = dt
+        self.expert_top_p = expert_top_p
+        self.experts_kept = []  # per MoE layer: experts kept per position
         self.route_margins = []  # per MoE layer: min over positions of sel[k-1] - sel[k]
 
     # --- weights -----------------------------------------------------------
@@ -220,15 +227,19 @@ class K3Reference:
         if c.topk < c.experts:  # diagnostic: how close the k-th pick is to the first one left out
             sel = np.sort(ops.sigmoid(router, dt) + bias, axis=-1)[:, ::-1]
             self.route_margins.append(float(np.min(sel[:, c.topk - 1] - sel[:, c.topk])))
+        kept = np.ones(ids.shape, dtype=bool)
+        if self.expert_top_p < 1.0:
+            ids, wts, kept = ops.expert_top_p(ids, wts, self.expert_top_p, dt)
+        self.experts_kept.append(kept.sum(axis=1))
         z = ops.linear(x, self.w(p + "routed_expert_down_proj.weight", (c.latent, d)), dt)
         contrib = np.zeros((t, c.topk, c.latent), dtype=dt)
-        for e in np.unique(ids):
+        for e in np.unique(ids[kept]):
             w1, w2, w3 = self.expert(i, int(e))
-            pos, rank = np.nonzero(ids == e)
+            pos, rank = np.nonzero((ids == e) & kept)
             y = self.glu(z[pos], w1, w3, w2)
             contrib[pos, rank] = wts[pos, rank][:, None] * y
         u = contrib[:, 0].copy()
-        for r in range(1, c.topk):  # rank order, f32
+        for r in range(1, c.topk):  # rank order, f32 (a dropped expert adds exact zeros)
             u = (u + contrib[:, r]).astype(dt)
         u = ops.rmsnorm(u, self.w(p + "routed_expert_norm.weight", (c.latent,)), c.eps, dt)
         y = ops.linear(u, self.w(p + "routed_expert_up_proj.weight", (d, c.latent)), dt)
@@ -311,7 +322,11 @@ def main(argv=None):
     ap.add_argument("--json", action="store_true", help="print the summary as JSON")
     ap.add_argument("--f64", action="store_true", help="diagnostic: compute everything in double")
     ap.add_argument("--norms", action="store_true", help="print per-layer hidden-state RMS (stderr)")
+    ap.add_argument("--expert-top-p", type=float, default=1.0,
+                    help="keep routed experts up to this cumulative weight (0 < P <= 1; 1 = all)")
     a = ap.parse_args(argv)
+    if not 0.0 < a.expert_top_p <= 1.0:  # NaN fails too
+        ap.error(f"--expert-top-p must be in (0, 1], got {a.expert_top_p}")
     try:
         if a.ids is not None:
             ids = parse_ids(a.ids)
@@ -319,7 +334,7 @@ def main(argv=None):
             with open(a.ids_file, "r", encoding="utf-8") as f:
                 ids = parse_ids(f.read())
         t0 = time.time()
-        ref = K3Reference(a.snapshot, np.float64 if a.f64 else np.float32)
+        ref = K3Reference(a.snapshot, np.float64 if a.f64 else np.float32, a.expert_top_p)
         norms = []
 
         def on_layer(i, h):
@@ -344,7 +359,9 @@ def main(argv=None):
             summary = {"positions": len(ids), "vocab": int(logits.shape[1]), "argmax": am,
                        "finite": bool(np.all(np.isfinite(logits))), "logit_std": float(np.std(logits)),
                        "seconds": round(secs, 3), "layer_rms_minmax": norms,
-                       "min_route_margin": min(ref.route_margins) if ref.route_margins else None}
+                       "min_route_margin": min(ref.route_margins) if ref.route_margins else None,
+                       "experts_kept_mean": (float(np.mean(np.concatenate(ref.experts_kept)))
+                                             if ref.experts_kept else None)}
         if a.json:
             print(json.dumps(summary))
         else:

@@ -173,3 +173,25 @@ def route_topk(router_logits, bias, k, dt=np.float32):
     for j in range(1, k):
         total = (total + chosen[:, j]).astype(dt)
     return ids, (chosen / (total + dt(1e-20))[:, None]).astype(dt)
+
+
+def expert_top_p(ids, wts, p, dt=np.float32):
+    """Expert top-p (the peer's optional TOPP knob, spec 6.6 note), per token:
+    rank its k routed experts by weight, descending (equal weights -> lower
+    expert id first), keep the shortest prefix whose running sum (dt, in that
+    order) reaches p (at least one; all k if it never does), and divide the
+    kept weights by that sum + 1e-20. Returns (ids, weights, kept [T, k] bool)
+    in the new order; dropped entries have weight 0."""
+    t, k = ids.shape
+    out_ids, out_w = np.empty_like(ids), np.zeros_like(wts)
+    kept = np.zeros((t, k), dtype=bool)
+    for r in range(t):
+        order = np.lexsort((ids[r], -wts[r]))  # last key primary: weight descending, then id
+        w = wts[r, order].astype(dt)
+        cum = np.cumsum(w, dtype=dt)  # sequential in dt
+        reached = np.nonzero(cum >= dt(p))[0]
+        n = int(reached[0]) + 1 if reached.size else k
+        out_ids[r] = ids[r, order]
+        out_w[r, :n] = (w[:n] / (cum[n - 1] + dt(1e-20))).astype(dt)
+        kept[r, :n] = True
+    return out_ids, out_w, kept

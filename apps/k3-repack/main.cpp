@@ -1,6 +1,7 @@
 // k3-repack: converts a Kimi K3 HF snapshot into the k3kit container
 // (docs/CONTAINER.md). Thin CLI over k3::convert::repack().
 #include <CLI/CLI.hpp>
+#include "../cli_parse.h"
 
 #include <csignal>
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <thread>
 
 #include "k3/convert/repacker.h"
+#include "k3/format/spread_layout.h"
 #include "k3/io/error.h"
 #include "k3/io/json_text.h"
 #include "k3/io/progress_meter.h"
@@ -32,6 +34,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({4, 8, 16}));
   app.add_option("--head-bits", opt.headBits, "bit width of lm_head (default max(bits, 8))")
       ->check(CLI::IsMember({4, 8, 16}));
+  std::string spread;
+  app.add_option("--spread", spread,
+                 "spread the shard files over DST and these directories (DIR2[,DIR3...], one per drive): "
+                 "each layer's experts are cut across all of them");
   app.add_option("--shards", shards,
                  "convert only these source shards (e.g. 1-40,45); finalize later with --finalize");
   CLI::Option* threadsOpt = app.add_option("--threads", threads, "quantization threads (default: all cores)");
@@ -41,12 +47,7 @@ int main(int argc, char** argv) {
                "leave out text tensors config.json does not imply (default: refuse the source)");
   app.add_flag("--finalize", opt.finalizeOnly,
                "only merge: copy files, rebuild the index, write k3-manifest.json");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);  // prints help/version or the flag error
-    return rc == 0 ? 0 : 2;
-  }
+  if (const auto rc = k3app::parseCommandLine(app, "k3-repack", argc, argv)) return *rc;
 
   const bool tty = k3::stderrIsTerminal();
   opt.progress = tty && !opt.dryRun;
@@ -63,6 +64,7 @@ int main(int argc, char** argv) {
     opt.converter.threads = threadsOpt->count() ? k3::checkThreadCount(threads)
                                                 : std::max(1u, std::thread::hardware_concurrency());
     if (!shards.empty()) opt.shards = k3::convert::parseShardList(shards);
+    if (!spread.empty()) opt.spread = k3::parseSpreadDirs(spread);
     if (opt.finalizeOnly && !opt.shards.empty())
       k3::fail(k3::ErrorKind::Usage, "--finalize and --shards are exclusive");
     k3::convert::RepackSummary sum = k3::convert::repack(opt);

@@ -1,6 +1,7 @@
 // k3-run: generate text with Kimi K3 from a memory-mapped k3 container.
 // Thin: parses flags, then drives k3::model (Session, ChatSession, Sampler).
 #include <CLI/CLI.hpp>
+#include "../cli_parse.h"
 
 #include <unistd.h>
 
@@ -9,18 +10,23 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "k3/format/spread_layout.h"
 #include "k3/io/error.h"
+#include "k3/io/input_file.h"
+#include "k3/io/line_reader.h"
 #include "k3/io/process_memory.h"
+#include "k3/io/thread_pool.h"
 #include "k3/kernels/cpu_features.h"
 #include "k3/model/chat_session.h"
+#include "k3/model/context_limits.h"
+#include "k3/model/expert_top_p.h"
 #include "k3/model/generate.h"
 #include "k3/model/logits_writer.h"
 #include "k3/model/model_weights.h"
@@ -29,7 +35,9 @@
 #include "k3/serve/engine.h"
 #include "k3/serve/http_server.h"
 #include "k3/serve/stop_signal.h"
+#include "k3/tok/id_list_input.h"
 #include "k3/tok/tokenizer.h"
+#include "k3/verify/container_gate.h"
 
 namespace {
 
@@ -40,11 +48,15 @@ struct Args {
   std::string dir, prompt, system, ids, promptIds, logitsOut, perplexity;
   bool chat = false, think = true, json = false, noBos = false, preload = false;
   size_t maxTokens = 256, threads = 0, chunk = 128, ctx = 4096;
+  long long threadsArg = 0;  // signed: -1 is refused, not read as 2^64-1
+  bool ctxGiven = false;     // without --ctx, --ids / --perplexity get the context they need
   float temp = 0.0f, topP = 1.0f;
   int topK = 0;
   uint64_t seed = 0;
   double expertGb = 0.0;
+  float expertTopP = 1.0f;  // 1 = off
   std::string activations = "f32";
+  std::string spread;  // a spread container's other directories, when moved
   // --serve
   bool serve = false;
   k3::serve::ServeOptions srv;
@@ -52,39 +64,25 @@ struct Args {
   double stateCacheGb = 1.0;
 };
 
-std::vector<int32_t> parseIds(const std::string& spec, const char* flag) {
-  std::string text = spec;
-  std::error_code ec;  // a long id list is not a valid path: no error, not a file
-  if (std::filesystem::is_regular_file(spec, ec)) {  // a file of ids
-    std::ifstream in(spec);
-    if (!in) fail(ErrorKind::Io, spec, ": cannot read the ", flag, " file");
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
-  }
-  std::vector<int32_t> ids;
-  long long v = -1;
-  for (char c : text + ",") {
-    if (c >= '0' && c <= '9') {
-      v = (v < 0 ? 0 : v * 10) + (c - '0');
-      if (v > INT32_MAX) fail(ErrorKind::Usage, flag, ": id too large");
-    } else if (c == ',' || c == ' ' || c == '\n' || c == '\t' || c == '\r') {
-      if (v >= 0) ids.push_back(static_cast<int32_t>(v));
-      v = -1;
-    } else {
-      fail(ErrorKind::Usage, flag, ": unexpected character '", c, "' in ", spec);
-    }
-  }
-  if (ids.empty()) fail(ErrorKind::Usage, flag, ": no token ids in ", spec);
-  return ids;
+std::vector<std::string> spreadDirs(const Args& a) {
+  return a.spread.empty() ? std::vector<std::string>{} : parseSpreadDirs(a.spread);
 }
 
-std::string readText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(ErrorKind::Io, path, ": cannot read");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+// --ids / --prompt-ids: a list or a file of ids, each inside the vocabulary.
+std::vector<int32_t> readIds(const std::string& spec, const char* flag, const ModelConfig& c) {
+  const std::vector<uint32_t> ids = tok::readIdList(spec, flag, static_cast<uint64_t>(c.vocabSize));
+  return std::vector<int32_t>(ids.begin(), ids.end());  // < vocab_size <= 2^22
+}
+
+// --ctx / --chunk against max_position_embeddings and this machine's memory,
+// before the Session allocates anything.
+void checkContext(const Args& a, const ModelConfig& c, size_t ctx) {
+  model::ContextRequest r;
+  r.ctx = ctx;
+  r.chunk = a.chunk;
+  r.threads = a.threads ? a.threads : std::max(1u, std::thread::hardware_concurrency());
+  r.ctxGiven = a.ctxGiven;
+  model::checkContextLimits(c, r, physicalMemoryBytes());
 }
 
 std::vector<int32_t> stopIds(const ModelConfig& c, const tok::Tokenizer* tok) {
@@ -139,7 +137,8 @@ std::string residencyJson(const ResidencyStats& r) {
              ",\"expert_reads\":", r.reads, ",\"expert_unique_reads\":", r.uniqueReads,
              ",\"expert_direct_reads\":", r.directReads,
              ",\"expert_disk_bytes\":", r.diskBytes, ",\"expert_read_s\":", r.readSeconds,
-             ",\"expert_read_gb_s\":", gbs, ",\"expert_wait_s\":", r.waitSeconds);
+             ",\"expert_read_gb_s\":", gbs, ",\"expert_wait_s\":", r.waitSeconds,
+             ",\"expert_read_queues\":", r.readQueues);
 }
 
 // Seconds by forward phase, then the routed-expert weight bytes the
@@ -156,7 +155,11 @@ std::string phasesJson(const char* pass, const k3::model::PhaseTimes& t) {
 void printStats(const Args& a, const Session& s, const std::string& callerJson) {
   const ResidencyStats rs = s.residency().stats();
   const std::string extraJson = residencyJson(rs) + phasesJson("prefill", s.stats().prefillPhases) +
-                                phasesJson("decode", s.stats().decodePhases) + callerJson;
+                                phasesJson("decode", s.stats().decodePhases) +
+                                cat(",\"expert_top_p\":", a.expertTopP, ",\"experts_kept_mean\":",
+                                    s.expertsKeptPerTokenLayer(), ",\"expert_bytes_per_token\":",
+                                    s.expertBytesPerToken()) +
+                                callerJson;
   const SessionStats& st = s.stats();
   const double pf = st.prefillSeconds > 0 ? st.prefillTokens / st.prefillSeconds : 0.0;
   const double dc = st.decodeSeconds > 0 ? st.decodeTokens / st.decodeSeconds : 0.0;
@@ -185,6 +188,9 @@ void printStats(const Args& a, const Session& s, const std::string& callerJson) 
                    rs.budgetBytes / 1048576.0, rs.residentBytes / 1048576.0,
                    static_cast<unsigned long long>(rs.reads), static_cast<unsigned long long>(rs.directReads),
                    rs.readSeconds > 0 ? rs.diskBytes / rs.readSeconds / 1e9 : 0.0, rs.waitSeconds);
+    if (a.expertTopP < 1.0f)
+      std::fprintf(stderr, "[k3-run] expert top-p %g: %.2f experts kept per token and MoE layer, %.1f MiB expert "
+                   "bytes per token\n", a.expertTopP, s.expertsKeptPerTokenLayer(), s.expertBytesPerToken() / 1048576.0);
   }
 }
 
@@ -201,23 +207,26 @@ std::string jsonIds(const char* key, const std::vector<int32_t>& ids) {
 int serveMain(Args a) {
   k3::serve::blockStopSignals();  // before any thread starts: SIGINT/SIGTERM reach sigwait only
   if (!a.apiKeyFile.empty()) {
-    a.srv.apiKey = readText(a.apiKeyFile);
+    a.srv.apiKey = readInputFile(a.apiKeyFile, kSecretInput);
     while (!a.srv.apiKey.empty() && std::isspace(static_cast<unsigned char>(a.srv.apiKey.back()))) a.srv.apiKey.pop_back();
     if (a.srv.apiKey.empty()) fail(ErrorKind::Usage, a.apiKeyFile, ": the API key file is empty");
   }
   a.srv.engine.stateCacheBytes = static_cast<uint64_t>(a.stateCacheGb * 1e9);
   k3::serve::HttpServer http(a.srv);
   const int port = http.start();  // /health answers 503 while the model loads
+  verify::checkContainerGate(a.dir, spreadDirs(a));  // k3-verify's fast checks before mapping anything
   WeightOptions wo;
   wo.int8Activations = a.activations == "int8";
-  auto weights = ModelWeights::open(a.dir, wo);
+  auto weights = ModelWeights::open(a.dir, wo, spreadDirs(a));
+  checkContext(a, weights->config(), a.ctx);
   if (a.preload) weights->prefault(a.expertGb <= 0.0);
   const tok::Tokenizer tok = tok::Tokenizer::fromDirectory(a.dir);
   SessionOptions so;
   so.threads = a.threads;
-  so.chunk = a.chunk;
+  so.chunk = std::min(a.chunk, a.ctx);
   so.maxContext = a.ctx;
   so.expertBudget = static_cast<uint64_t>(a.expertGb * 1e9);
+  so.expertTopP = a.expertTopP;
   k3::serve::Engine engine(*weights, tok, so, a.srv.engine);
   http.attach(tok, engine);
   std::printf("listening on http://%s:%d\n", a.srv.host.c_str(), port);
@@ -230,14 +239,19 @@ int serveMain(Args a) {
 }
 
 int runMain(const Args& a) {
+  verify::checkContainerGate(a.dir, spreadDirs(a));  // k3-verify's fast checks before mapping anything
   WeightOptions wo;
   wo.int8Activations = a.activations == "int8";
-  auto weights = ModelWeights::open(a.dir, wo);
+  auto weights = ModelWeights::open(a.dir, wo, spreadDirs(a));
   const ModelConfig& cfg = weights->config();
   // Experts stay on demand when their memory is bounded.
   if (a.preload) weights->prefault(a.expertGb <= 0.0);
   if (!a.promptIds.empty() && (!a.prompt.empty() || a.chat || !a.ids.empty() || !a.perplexity.empty()))
     fail(ErrorKind::Usage, "--prompt-ids goes alone: not with -p, --chat, --ids or --perplexity");
+  if (!a.ids.empty() && (!a.prompt.empty() || a.chat || !a.perplexity.empty()))
+    fail(ErrorKind::Usage, "--ids goes alone: not with -p, --chat or --perplexity");
+  if (!a.perplexity.empty() && (!a.prompt.empty() || a.chat))
+    fail(ErrorKind::Usage, "--perplexity goes alone: not with -p or --chat");
   if (!a.logitsOut.empty() && a.ids.empty() && a.perplexity.empty())
     fail(ErrorKind::Usage, "--logits-out writes teacher-forced logits: it needs --ids or --perplexity");
   const bool needTokenizer = !a.prompt.empty() || a.chat || !a.perplexity.empty() || (!a.promptIds.empty() && !a.json);
@@ -245,20 +259,30 @@ int runMain(const Args& a) {
   if (needTokenizer) tok.emplace(tok::Tokenizer::fromDirectory(a.dir));
 
   std::vector<int32_t> forced;
-  if (!a.ids.empty()) forced = parseIds(a.ids, "--ids");
+  if (!a.ids.empty()) forced = readIds(a.ids, "--ids", cfg);
   std::vector<int32_t> promptIds;
-  if (!a.promptIds.empty()) promptIds = parseIds(a.promptIds, "--prompt-ids");
+  if (!a.promptIds.empty()) promptIds = readIds(a.promptIds, "--prompt-ids", cfg);
   if (!a.perplexity.empty()) {
-    const auto enc = tok->encode(readText(a.perplexity), false);
+    const auto enc = tok->encode(readInputFile(a.perplexity, kTextInput), false);
     if (cfg.bosTokenId && !a.noBos) forced.push_back(static_cast<int32_t>(*cfg.bosTokenId));
     forced.insert(forced.end(), enc.begin(), enc.end());
   }
 
+  // --ctx holds in every mode; without it the teacher-forced ids get the
+  // context they need (still bounded by the model and the memory).
+  const size_t ctx = a.ctxGiven ? a.ctx : std::max(a.ctx, forced.size());
+  if (forced.size() > ctx)
+    fail(ErrorKind::Usage, a.ids.empty() ? "--perplexity: the text is " : "--ids: ", forced.size(),
+         a.ids.empty() ? " tokens" : " ids", ", more than --ctx ", ctx);
+  if (promptIds.size() > ctx)
+    fail(ErrorKind::Usage, "--prompt-ids: ", promptIds.size(), " ids, more than --ctx ", ctx);
+  checkContext(a, cfg, ctx);
   SessionOptions so;
   so.threads = a.threads;
-  so.chunk = a.chunk;
-  so.maxContext = std::max(a.ctx, std::max(forced.size(), promptIds.size()) + 1);
+  so.chunk = std::min(a.chunk, ctx);  // a chunk longer than the context is never filled
+  so.maxContext = ctx;
   so.expertBudget = static_cast<uint64_t>(a.expertGb * 1e9);
+  so.expertTopP = a.expertTopP;
   Session session(*weights, so);
 
   // Evaluation modes: teacher-forced ids or a perplexity text.
@@ -320,10 +344,12 @@ int runMain(const Args& a) {
       return 0;
     }
     // Interactive: one user message per line, state kept across turns.
-    std::string line;
+    LineReader lines(STDIN_FILENO, "<stdin>", kChatLineInput);
     for (;;) {
       std::fputs("> ", stderr);
-      if (!std::getline(std::cin, line)) break;
+      const std::optional<std::string> next = lines.next();
+      if (!next) break;
+      const std::string& line = *next;
       if (line.empty()) continue;
       if (line == "/exit" || line == "/quit") break;
       oneTurn(line);
@@ -371,19 +397,30 @@ int main(int argc, char** argv) {
   app.add_option("--logits-out", a.logitsOut,
                  "with --ids or --perplexity: write f32 logits [positions x vocab] (.zst: zstd)");
   app.add_option("--perplexity", a.perplexity, "text file: teacher-forced perplexity");
-  app.add_option("-n,--max-tokens", a.maxTokens, "tokens to generate (default 256)");
+  app.add_option("-n,--max-tokens", a.maxTokens, "tokens to generate (default 256; at most what the context holds)")
+      ->check(k3app::notNegative());
   app.add_option("--temp", a.temp, "temperature; 0 = greedy (default)");
   app.add_option("--top-k", a.topK, "keep the k most likely tokens (0 = all)");
   app.add_option("--top-p", a.topP, "nucleus mass to keep (1 = all)");
   app.add_option("--seed", a.seed, "sampling seed (same seed, same sample)");
   app.add_option("--expert-gb", a.expertGb, "bound on resident routed-expert memory, GB (0 = none)");
-  app.add_option("--threads", a.threads, "threads (0 = all cores)");
-  app.add_option("--chunk", a.chunk, "prefill chunk size in tokens (default 128)")->check(CLI::PositiveNumber);
-  app.add_option("--ctx", a.ctx, "context capacity in tokens (default 4096)")->check(CLI::PositiveNumber);
+  app.add_option("--expert-top-p", a.expertTopP,
+                 "keep a token's highest-weight routed experts up to this cumulative weight, drop the "
+                 "rest (0 < P <= 1; 1 = all, default): fewer expert bytes per token, see docs/QUALITY.md");
+  CLI::Option* threadsOpt = app.add_option("--threads", a.threadsArg, "threads (0 = all cores)");
+  // Ranges only against typos and signs here; the model and memory limits are checked once the config is read.
+  const CLI::Range tokens(uint64_t{1}, uint64_t{1} << 40);
+  app.add_option("--chunk", a.chunk, "prefill chunk size in tokens (default 128)")->check(tokens);
+  CLI::Option* ctxOpt = app.add_option("--ctx", a.ctx,
+                                       "context capacity in tokens (default 4096; --ids/--perplexity: what they need)")
+                            ->check(tokens);
   app.add_option("--activations", a.activations,
                  "f32 (default, exact) or int8: activations quantised per 32 values into integer-dot "
                  "kernels for the MXFP4/int4/int8 matrices (faster, approximate)")
       ->check(CLI::IsMember({"f32", "int8"}));
+  app.add_option("--spread", a.spread,
+                 "a container made with k3-repack --spread: its other directories, in order, where they are "
+                 "now (default: as recorded, relative to the container)");
   app.add_flag("--preload", a.preload, "map every weight page at start (warm page cache; experts too unless --expert-gb)");
   app.add_flag("--no-bos", a.noBos, "do not prepend the config's BOS to a raw prompt");
   app.add_flag("--json", a.json, "print results and stats as one JSON object");
@@ -398,8 +435,12 @@ int main(int argc, char** argv) {
   app.add_option("--stream-interval-ms", a.srv.streamIntervalMs,
                  "--serve: send streamed output at most this often, ms (default 10; 0 = every token)");
   app.add_option("--cors", a.srv.corsOrigin, "--serve: allow this browser origin (CORS off by default)");
-  CLI11_PARSE(app, argc, argv);
+  if (const auto rc = k3app::parseCommandLine(app, "k3-run", argc, argv)) return *rc;
   try {
+    k3::model::checkExpertTopP(a.expertTopP, "--expert-top-p");
+    a.ctxGiven = ctxOpt->count() > 0;
+    if (threadsOpt->count() && a.threadsArg != 0) a.threads = k3::checkThreadCount(a.threadsArg);
+    k3::model::checkSamplerOptions({a.temp, a.topK, a.topP, a.seed});
     if (a.serve) {
       if (!a.prompt.empty() || a.chat || !a.ids.empty() || !a.promptIds.empty() || !a.perplexity.empty())
         k3::fail(k3::ErrorKind::Usage, "--serve goes alone: not with -p, --chat, --ids, --prompt-ids or --perplexity");

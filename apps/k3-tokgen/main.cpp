@@ -4,17 +4,18 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include "../cli_parse.h"
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "k3/io/error.h"
+#include "k3/io/input_file.h"
 #include "k3/io/output_file.h"
 #include "k3/tok/hf_tokenizer_json.h"
 #include "k3/tok/tokenizer.h"
@@ -23,6 +24,7 @@
 #include "k3/tok/chat_output_message.h"
 #include "k3/tok/chat_request.h"
 #include "k3/tok/corpus_check.h"
+#include "k3/tok/id_list_input.h"
 #include "k3/tok/id_text.h"
 #include "k3/tok/regex_pretokenizer.h"
 
@@ -45,11 +47,9 @@ std::string defaultOutput(const std::vector<std::string>& source) {
   return (base / "tokenizer.json").string();
 }
 
-std::string readAll(std::istream& in) {
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+// Standard input, capped like a file of that kind would be (< /dev/zero ends
+// with a one-line error, not bad_alloc).
+std::string readStdin(const k3::InputCap& cap) { return k3::readStreamCapped(STDIN_FILENO, "<stdin>", cap); }
 
 // The files SOURCE names: -o must not replace one of them.
 std::vector<k3::FileId> sourceFiles(const std::vector<std::string>& source) {
@@ -151,11 +151,11 @@ int main(int argc, char** argv) {
   bench->add_option("--file", benchFile, "text file to encode")->required();
   bench->add_option("--repeat", benchRepeat, "runs; the fastest is reported")->check(CLI::PositiveNumber);
 
-  CLI11_PARSE(app, argc, argv);
+  if (const auto rc = k3app::parseCommandLine(app, "k3-tokgen", argc, argv)) return *rc;
   try {
     if (*enc) {
       Tokenizer tok = loadSource(encSource);
-      std::string text = enc->count("--text") ? encText : readAll(std::cin);
+      std::string text = enc->count("--text") ? encText : readStdin(k3::kTextInput);
       std::cout << k3::tok::formatIds(tok.encode(text, allowSpecial), encJson) << "\n";
       return 0;
     }
@@ -163,11 +163,11 @@ int main(int argc, char** argv) {
       Tokenizer tok = loadSource(decSource);
       std::string idText;
       if (decIds.empty()) {
-        idText = readAll(std::cin);
+        idText = readStdin(k3::kIdListInput);
       } else {
         for (const auto& s : decIds) idText += s + " ";
       }
-      std::string bytes = tok.decode(k3::tok::parseIds(idText));
+      std::string bytes = tok.decode(k3::tok::parseIds(idText, decIds.empty() ? "<stdin>" : "--ids"));
       if (decJson) {
         std::cout << k3::tok::decodeJson(bytes) << "\n";
       } else {
@@ -178,13 +178,7 @@ int main(int argc, char** argv) {
     if (*chat) {
       Tokenizer tok = loadSource(chatSource);
       std::string json;
-      if (chatFile.empty()) {
-        json = readAll(std::cin);
-      } else {
-        std::ifstream in(chatFile, std::ios::binary);
-        if (!in) k3::fail(k3::ErrorKind::Io, chatFile, ": cannot open");
-        json = readAll(in);
-      }
+      json = chatFile.empty() ? readStdin(k3::kChatRequestInput) : k3::readInputFile(chatFile, k3::kChatRequestInput);
       const std::string origin = chatFile.empty() ? "<stdin>" : chatFile;
       // As an OpenAI-compatible server does (spec 7.6), the CLI reads role
       // `developer` as `system`; the encoder itself rejects it.
@@ -219,22 +213,12 @@ int main(int argc, char** argv) {
     }
     if (*parse) {
       Tokenizer tok = loadSource(std::vector<std::string>(parseArgs.begin(), parseArgs.end() - 1));
-      const std::string& idsArg = parseArgs.back();
-      std::string idText = idsArg;
-      if (idsArg == "-") {
-        idText = readAll(std::cin);
-      } else if (std::error_code ec; fs::is_regular_file(idsArg, ec)) {
-        std::ifstream in(idsArg, std::ios::binary);
-        if (!in) k3::fail(k3::ErrorKind::Io, idsArg, ": cannot open");
-        idText = readAll(in);
-      }
       std::vector<k3::tok::ToolSpec> tools;
-      if (!parseTools.empty()) {
-        std::ifstream in(parseTools, std::ios::binary);
-        if (!in) k3::fail(k3::ErrorKind::Io, parseTools, ": cannot open");
-        tools = k3::tok::parseChatRequest(readAll(in), parseTools, {.developerAsSystem = true}).tools;
-      }
-      const std::vector<uint32_t> ids = k3::tok::parseIds(idText);
+      if (!parseTools.empty())
+        tools = k3::tok::parseChatRequest(k3::readInputFile(parseTools, k3::kChatRequestInput), parseTools,
+                                          {.developerAsSystem = true})
+                    .tools;
+      const std::vector<uint32_t> ids = k3::tok::readIdList(parseArgs.back(), "IDS");
       const k3::tok::ParsedChatOutput r = k3::tok::parseChatOutput(tok, ids, tools, !parseNoThinking);
       if (r.error) {
         std::cerr << "k3-tokgen: malformed model output: " << r.error->message() << "\n";
@@ -247,9 +231,7 @@ int main(int argc, char** argv) {
     }
     if (*bench) {
       Tokenizer tok = loadSource(benchSource);
-      std::ifstream in(benchFile, std::ios::binary);
-      if (!in) k3::fail(k3::ErrorKind::Io, benchFile, ": cannot open");
-      std::string text = readAll(in);
+      const std::string text = k3::readInputFile(benchFile, k3::kTextInput);
       auto bestOf = [&](auto&& fn) {
         double best = 1e300;
         for (int i = 0; i < benchRepeat; ++i) {
@@ -315,5 +297,8 @@ int main(int argc, char** argv) {
   } catch (const k3::Error& e) {
     std::cerr << "k3-tokgen: " << e.what() << "\n";
     return e.kind() == k3::ErrorKind::Usage ? 2 : 1;
+  } catch (const std::exception& e) {  // bad_alloc and the like: one line, never an abort
+    std::cerr << "k3-tokgen: internal error: " << e.what() << "\n";
+    return 1;
   }
 }

@@ -1,10 +1,12 @@
-// k3-verify DST [--full] [--source SRC] [--threads N] [--json]
+// k3-verify DST [--full] [--source SRC] [--spread DIR2,...] [--threads N] [--json]
 // Checks a repacked K3 container; exit 0 = sound, 1 = problems, 2 = could not
 // run (usage, DST unreadable, or a file in it could not be read).
 #include <CLI/CLI.hpp>
+#include "../cli_parse.h"
 #include <cstdio>
 #include <iostream>
 
+#include "k3/format/spread_layout.h"
 #include "k3/io/error.h"
 #include "k3/io/json_text.h"
 #include "k3/io/progress_meter.h"
@@ -22,15 +24,13 @@ int main(int argc, char** argv) {
   app.add_option("--source", source, "also hash the source snapshot's expert bytes against the manifest");
   CLI::Option* threadsOpt = app.add_option("--threads", threads, "hashing threads (default: all cores)");
   app.add_flag("--json", json, "print a machine-readable report on stdout");
+  std::string spread;
+  app.add_option("--spread", spread,
+                 "a spread container's other directories, in order, where they are now (default: as recorded)");
   std::string io = "auto";
   app.add_option("--io", io, "--full reads: direct (O_DIRECT), buffered, or auto (direct unless cached)")
       ->check(CLI::IsMember({"auto", "buffered", "direct"}));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
-  }
+  if (const auto rc = k3app::parseCommandLine(app, "k3-verify", argc, argv)) return *rc;
 
   k3::verify::VerifyOptions opts;
   opts.full = full;
@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   opts.progress = &progress;
   try {
     if (threadsOpt->count()) opts.threads = k3::checkThreadCount(threads);
+    if (!spread.empty()) opts.spread = k3::parseSpreadDirs(spread);
     k3::verify::VerifyReport report;
     report = k3::verify::verifyContainer(dst, opts);
     progress.finish();

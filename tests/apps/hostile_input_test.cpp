@@ -32,7 +32,7 @@ struct Case {
   const char* name;   // also the hostile_setup.py case
   const char* setup;
   const char* tool;
-  std::vector<std::string> args;  // {SRC} {C} {OUT} {ROOT} are substituted
+  std::vector<std::string> args;  // {SRC} {C} {OUT} {ROOT} are substituted; "<PATH" is stdin
   int exitCode;
   const char* expect;  // substring of the error / problem line ("" = any)
 };
@@ -86,13 +86,20 @@ Prepared prepare(const std::string& name, const std::string& setup) {
   return p;
 }
 
+std::map<std::string, std::string> varsOf(const Prepared& p) {
+  return {{"{SRC}", p.src}, {"{C}", p.c}, {"{OUT}", p.out}, {"{ROOT}", p.root}};
+}
+
 k3test::RunResult runCase(const Case& c, const Prepared& p) {
-  const std::map<std::string, std::string> vars{{"{SRC}", p.src}, {"{C}", p.c}, {"{OUT}", p.out}, {"{ROOT}", p.root}};
+  const std::map<std::string, std::string> vars = varsOf(p);
   std::vector<std::string> argv{tool(c.tool)};
-  for (const auto& a : c.args) argv.push_back(substitute(a, vars));
   k3test::RunOptions opts;
   opts.timeoutMs = kTimeoutMs;
   opts.stdinPath = "/dev/null";
+  for (const auto& a : c.args) {
+    if (a.size() > 1 && a[0] == '<') opts.stdinPath = substitute(a.substr(1), vars);
+    else argv.push_back(substitute(a, vars));
+  }
   return k3test::run(argv, opts);
 }
 
@@ -103,6 +110,7 @@ TEST_P(Hostile, CleanOneLineErrorNoHangNoCrashBoundedInputsUnchanged) {
   const Prepared p = prepare(c.name, c.setup);
   const auto srcBefore = fingerprint(p.src), cBefore = fingerprint(p.c);
   const k3test::RunResult r = runCase(c, p);
+  const std::string expect = substitute(c.expect, varsOf(p));
   ASSERT_FALSE(r.timedOut) << c.tool << " hung (killed after " << kTimeoutMs << " ms)";
   EXPECT_EQ(r.signal, 0) << "crashed: " << r.err;
   EXPECT_EQ(r.exitCode, c.exitCode) << "stdout: " << r.out << "\nstderr: " << r.err;
@@ -110,7 +118,7 @@ TEST_P(Hostile, CleanOneLineErrorNoHangNoCrashBoundedInputsUnchanged) {
   const bool verifyVerdict = std::string(c.tool) == "k3-verify" && c.exitCode == 1;
   if (c.exitCode != 0 && !verifyVerdict) {  // an error: exactly one line on stderr
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
-    EXPECT_NE(r.err.find(c.expect), std::string::npos) << "expected '" << c.expect << "' in: " << r.err;
+    EXPECT_NE(r.err.find(expect), std::string::npos) << "expected '" << expect << "' in: " << r.err;
   }
   if (verifyVerdict) {  // problems, one line each, on stdout
     EXPECT_TRUE(r.err.empty()) << r.err;
@@ -118,9 +126,9 @@ TEST_P(Hostile, CleanOneLineErrorNoHangNoCrashBoundedInputsUnchanged) {
     size_t pos = 0;
     for (size_t nl; (nl = r.out.find('\n', pos)) != std::string::npos; pos = nl + 1) {
       const std::string line = r.out.substr(pos, nl - pos);
-      found = found || (line.rfind("[", 0) == 0 && line.find(c.expect) != std::string::npos);
+      found = found || (line.rfind("[", 0) == 0 && line.find(expect) != std::string::npos);
     }
-    EXPECT_TRUE(found) << "expected a problem line with '" << c.expect << "' in:\n" << r.out;
+    EXPECT_TRUE(found) << "expected a problem line with '" << expect << "' in:\n" << r.out;
   }
   EXPECT_TRUE(fingerprint(p.src) == srcBefore) << "the source changed";
   EXPECT_TRUE(fingerprint(p.c) == cBefore) << "the container changed";
@@ -281,10 +289,163 @@ std::vector<Case> runAndTokgenCases() {
   };
 }
 
+// k3-run's options: values, the model's limits, --ctx in every mode, id
+// lists, the files options name (ROOT/in), stdin; and every app's command
+// line parse errors (one line, exit 2).
+std::vector<Case> runOptionCases() {
+  const char* run = "k3-run";
+  using V = std::vector<std::string>;
+  return {
+      // threads
+      {"run_threads_100000", "none", run, {"{C}", "--ids", "1,2,3", "--threads", "100000"}, 2, "--threads 100000: must be in [1, "},
+      {"run_threads_minus_1", "none", run, {"{C}", "--ids", "1,2,3", "--threads", "-1"}, 2, "--threads -1: must be in [1, "},
+      {"run_threads_2e64", "none", run, {"{C}", "--ids", "1,2,3", "--threads", "18446744073709551615"}, 2, "k3-run: --threads"},
+      {"run_threads_garbage", "none", run, {"{C}", "--ids", "1,2,3", "--threads", "many"}, 2, "k3-run: Could not convert: --threads"},
+      {"serve_threads_100000", "none", run, {"{C}", "--serve", "--port", "0", "--threads", "100000"}, 2, "--threads 100000: must be in"},
+      // --ctx / --chunk against the model and the memory, before allocating
+      {"run_ctx_40000000", "none", run, {"{C}", "-p", "hi", "--ctx", "40000000"}, 2, "--ctx 40000000: more than the model's max_position_embeddings 1048576"},
+      {"run_chunk_4000000", "none", run, {"{C}", "-p", "hi", "--chunk", "4000000"}, 2, "--chunk 4000000: more than the model's max_position_embeddings"},
+      {"run_ctx_0", "none", run, {"{C}", "-p", "hi", "--ctx", "0"}, 2, "k3-run: --ctx: Value 0 not in range 1 to"},
+      {"run_ctx_negative", "none", run, {"{C}", "-p", "hi", "--ctx", "-5"}, 2, "k3-run: --ctx: Value -5 not in range"},
+      {"run_chunk_0", "none", run, {"{C}", "-p", "hi", "--chunk", "0"}, 2, "k3-run: --chunk: Value 0 not in range"},
+      {"run_ctx_2e64", "none", run, {"{C}", "-p", "hi", "--ctx", "18446744073709551615"}, 2, "k3-run: --ctx"},
+      {"run_ctx_memory", "c_no_max_positions", run, {"{C}", "-p", "hi", "--ctx", "1000000000"}, 2, "the session would need"},
+      {"run_chunk_memory", "c_no_max_positions", run, {"{C}", "--ids", "1,2", "--ctx", "900000000", "--chunk", "900000000"}, 2, "of memory, more than this machine's"},
+      {"run_ctx_memory_ids", "c_no_max_positions", run, {"{C}", "--ids", "1,2", "--ctx", "1000000000000"}, 2, "the session would need"},
+      {"serve_ctx_40000000", "none", run, {"{C}", "--serve", "--port", "0", "--ctx", "40000000"}, 2, "--ctx 40000000: more than the model's"},
+      {"serve_chunk_memory", "c_no_max_positions", run, {"{C}", "--serve", "--port", "0", "--ctx", "1000000000"}, 2, "the session would need"},
+      // --ctx holds in every mode
+      {"run_ctx_ids", "none", run, {"{C}", "--ctx", "1", "--ids", "1,2,3,4"}, 2, "--ids: 4 ids, more than --ctx 1"},
+      {"run_ctx_prompt_ids", "none", run, {"{C}", "--ctx", "2", "--prompt-ids", "1,2,3"}, 2, "--prompt-ids: 3 ids, more than --ctx 2"},
+      {"run_ctx_perplexity", "in_text", run, {"{C}", "--ctx", "4", "--perplexity", "{ROOT}/in"}, 2, "--perplexity: the text is"},
+      {"run_ctx_prompt", "none", run, {"{C}", "--ctx", "2", "-p", "the quick brown fox jumps"}, 2, "exceed --ctx 2"},
+      {"run_ctx_chat", "none", run, {"{C}", "--ctx", "3", "--chat", "-p", "hello there"}, 2, "exceed --ctx 3"},
+      {"run_ctx_ids_file", "in_text", run, {"{C}", "--ctx", "2", "--ids", "{ROOT}/in"}, 2, "--ids {ROOT}/in: unexpected character 't'"},
+      // -n is clamped to the context (nothing reserved up front)
+      {"run_n_2e32", "none", run, {"{C}", "-p", "hi", "-n", "4294967295", "--ctx", "16"}, 0, ""},
+      {"run_n_2e64", "none", run, {"{C}", "--prompt-ids", "1,2", "-n", "18446744073709551615", "--ctx", "8", "--json"}, 0, ""},
+      {"run_n_negative", "none", run, {"{C}", "-p", "hi", "-n", "-1"}, 2, "k3-run: --max-tokens: Value -1 is negative"},
+      // sampling values
+      {"run_temp_minus_1", "none", run, {"{C}", "-p", "hi", "--temp", "-1"}, 2, "--temp -1: must be a number in [0, 100]"},
+      {"run_temp_nan", "none", run, {"{C}", "-p", "hi", "--temp", "nan"}, 2, "--temp nan: must be a number"},
+      {"run_temp_inf", "none", run, {"{C}", "-p", "hi", "--temp", "inf"}, 2, "--temp inf: must be a number"},
+      {"run_temp_1e9", "none", run, {"{C}", "-p", "hi", "--temp", "1e9"}, 2, "--temp 1e+09: must be a number"},
+      {"run_top_p_2", "none", run, {"{C}", "-p", "hi", "--top-p", "2"}, 2, "--top-p 2: must be a number in [0, 1]"},
+      {"run_top_p_minus_1", "none", run, {"{C}", "-p", "hi", "--top-p", "-1"}, 2, "--top-p -1: must be a number in [0, 1]"},
+      {"run_top_p_nan", "none", run, {"{C}", "-p", "hi", "--top-p", "nan"}, 2, "--top-p nan: must be a number"},
+      {"run_top_k_minus_5", "none", run, {"{C}", "-p", "hi", "--top-k", "-5"}, 2, "--top-k -5: must be in [0, "},
+      {"run_top_k_huge", "none", run, {"{C}", "-p", "hi", "--top-k", "2000000000"}, 2, "--top-k 2000000000: must be in"},
+      {"serve_temp_nan", "none", run, {"{C}", "--serve", "--port", "0", "--temp", "nan"}, 2, "--temp nan: must be"},
+      // id lists: one grammar, inside the vocabulary
+      {"run_ids_double_comma", "none", run, {"{C}", "--ids", "1,,2"}, 2, "--ids: empty token id before the comma at offset 2"},
+      {"run_ids_trailing_comma", "none", run, {"{C}", "--ids", "1,2,"}, 2, "--ids: empty token id after the last comma"},
+      {"run_ids_leading_comma", "none", run, {"{C}", "--ids", ",1"}, 2, "--ids: empty token id before the comma at offset 0"},
+      {"run_ids_garbage", "none", run, {"{C}", "--ids", "1 x"}, 2, "--ids: unexpected character 'x' at offset 2"},
+      {"run_ids_control_char", "none", run, {"{C}", "--ids", "1\x1b[2J"}, 2, "--ids: unexpected character '\\x1b' at offset 1"},
+      {"run_ids_negative", "none", run, {"{C}", "--ids=-1"}, 2, "--ids: unexpected character '-' at offset 0"},
+      {"run_ids_overflow", "none", run, {"{C}", "--ids", "1,99999999999"}, 2, "--ids: token id at offset 2 is too large"},
+      {"run_ids_past_vocab", "none", run, {"{C}", "--ids", "1,768"}, 2, "--ids: token id 768 at offset 2 is outside the vocabulary [0, 768)"},
+      {"run_ids_empty", "none", run, {"{C}", "--ids", " "}, 2, "--ids: no token ids"},
+      {"run_ids_not_a_file", "none", run, {"{C}", "--ids", "{ROOT}/missing.txt"}, 2, "is neither a file nor a list of token ids"},
+      {"run_prompt_ids_past_vocab", "none", run, {"{C}", "--prompt-ids", "767,768"}, 2, "--prompt-ids: token id 768 at offset 4"},
+      {"run_prompt_ids_garbage", "none", run, {"{C}", "--prompt-ids", "1;2"}, 2, "--prompt-ids: unexpected character ';'"},
+      {"run_ids_file_fifo", "in_fifo", run, {"{C}", "--ids", "{ROOT}/in"}, 1, "--ids: {ROOT}/in: id list is a FIFO, not a regular file"},
+      {"run_ids_file_devzero", "in_devzero", run, {"{C}", "--ids", "{ROOT}/in"}, 1, "id list is a character device"},
+      {"run_ids_file_dir", "in_dir", run, {"{C}", "--ids", "{ROOT}/in"}, 1, "id list is a directory"},
+      {"run_ids_file_huge", "in_sparse_300m", run, {"{C}", "--ids", "{ROOT}/in"}, 1, "more than the limit"},
+      {"run_ids_file_empty", "in_empty", run, {"{C}", "--ids", "{ROOT}/in"}, 2, "--ids {ROOT}/in: no token ids"},
+      {"run_ids_file_garbage", "in_ids_garbage", run, {"{C}", "--ids", "{ROOT}/in"}, 2, "--ids {ROOT}/in: unexpected character 'f' at offset 8"},
+      {"run_ids_file_double_comma", "in_ids_double_comma", run, {"{C}", "--ids", "{ROOT}/in"}, 2, "empty token id before the comma at offset 4"},
+      {"run_ids_file_past_vocab", "in_ids_past_vocab", run, {"{C}", "--ids", "{ROOT}/in"}, 2, "token id 768 at offset 4 is outside the vocabulary"},
+      {"run_ids_file_overflow", "in_ids_overflow", run, {"{C}", "--ids", "{ROOT}/in"}, 2, "is too large"},
+      {"run_prompt_ids_file_fifo", "in_fifo", run, {"{C}", "--prompt-ids", "{ROOT}/in"}, 1, "--prompt-ids: {ROOT}/in: id list is a FIFO"},
+      {"run_ids_file_ok", "in_ids_ok", run, {"{C}", "--ids", "{ROOT}/in", "--ctx", "3"}, 0, ""},
+      // modes that do not combine
+      {"run_ids_with_prompt", "none", run, {"{C}", "--ids", "1,2", "-p", "hi"}, 2, "--ids goes alone: not with -p, --chat or --perplexity"},
+      {"run_ids_with_chat", "none", run, {"{C}", "--ids", "1,2", "--chat"}, 2, "--ids goes alone"},
+      {"run_ids_with_perplexity", "in_text", run, {"{C}", "--ids", "1,2", "--perplexity", "{ROOT}/in"}, 2, "--ids goes alone"},
+      {"run_perplexity_with_prompt", "in_text", run, {"{C}", "--perplexity", "{ROOT}/in", "-p", "hi"}, 2, "--perplexity goes alone"},
+      {"run_serve_with_ids", "none", run, {"{C}", "--serve", "--ids", "1"}, 2, "--serve goes alone"},
+      // files options name
+      {"run_perplexity_fifo", "in_fifo", run, {"{C}", "--perplexity", "{ROOT}/in"}, 1, "text is a FIFO, not a regular file"},
+      {"run_perplexity_devzero", "in_devzero", run, {"{C}", "--perplexity", "{ROOT}/in"}, 1, "text is a character device"},
+      {"run_perplexity_dir", "in_dir", run, {"{C}", "--perplexity", "{ROOT}/in"}, 1, "text is a directory"},
+      {"run_perplexity_huge", "in_sparse_300m", run, {"{C}", "--perplexity", "{ROOT}/in"}, 1, "more than the limit"},
+      {"run_perplexity_missing", "none", run, {"{C}", "--perplexity", "{ROOT}/missing.txt"}, 1, "missing.txt"},
+      {"serve_api_key_fifo", "in_fifo", run, {"{C}", "--serve", "--port", "0", "--api-key-file", "{ROOT}/in"}, 1, "API key file is a FIFO"},
+      {"serve_api_key_devzero", "in_devzero", run, {"{C}", "--serve", "--port", "0", "--api-key-file", "{ROOT}/in"}, 1, "API key file is a character device"},
+      {"serve_api_key_huge", "in_sparse_100k", run, {"{C}", "--serve", "--port", "0", "--api-key-file", "{ROOT}/in"}, 1, "API key file is 100000 bytes, more than the limit of 65536"},
+      {"serve_api_key_empty", "in_empty", run, {"{C}", "--serve", "--port", "0", "--api-key-file", "{ROOT}/in"}, 2, "the API key file is empty"},
+      {"serve_api_key_dir", "in_dir", run, {"{C}", "--serve", "--port", "0", "--api-key-file", "{ROOT}/in"}, 1, "API key file is a directory"},
+      // stdin
+      {"run_chat_stdin_devzero", "none", run, {"{C}", "--chat", "-n", "1", "</dev/zero"}, 1, "<stdin>: a chat line is more than the limit"},
+      {"run_chat_stdin_long_line", "in_sparse_300m", run, {"{C}", "--chat", "-n", "1", "<{ROOT}/in"}, 1, "chat line is more than the limit"},
+      // config.json: a key twice
+      {"run_config_dup_key", "c_config_dup_key", run, {"{C}", "--ids", "1"}, 1, "key 'text_config.hidden_size' appears twice"},
+      {"repack_config_dup_key", "src_config_dup_key", "k3-repack", kRepack, 1, "key 'text_config.hidden_size' appears twice"},
+      {"verify_config_dup_key", "c_config_dup_key", "k3-verify", kVerify, 1, "appears twice"},
+      // k3-run's start gate: k3-verify's fast checks before mapping (every mode)
+      {"gate_manifest_garbage", "c_manifest_garbage", run, {"{C}", "--ids", "1"}, 1, "not a sound container: [manifest] {C}/k3-manifest.json: not valid JSON"},
+      {"gate_manifest_no_shards", "c_manifest_no_shards", run, {"{C}", "--ids", "1"}, 1, "expert missing from the manifest (and 120 more problems; k3-verify {C} lists them)"},
+      {"gate_manifest_size_wrong", "c_manifest_size_wrong", run, {"{C}", "--ids", "1"}, 1, "[size] shard model-00003-of-000009.safetensors: file is 251616 bytes, manifest says 251617"},
+      {"gate_index_missing", "c_index_missing", run, {"{C}", "--ids", "1"}, 1, "not a sound container: [index] {C}/model.safetensors.index.json: file does not exist"},
+      {"gate_index_wrong_shard", "c_index_wrong_shard", run, {"{C}", "--ids", "1"}, 1, "index says shard model-00001-of-000009.safetensors but the tensor is in model-00003"},
+      {"gate_layers_fewer", "c_layers_fewer", run, {"{C}", "--ids", "1"}, 1, "manifest source.num_hidden_layers is 8, config.json says 4"},
+      {"gate_expert_dtype_i8", "c_expert_dtype_i8", run, {"{C}", "--ids", "1"}, 1, "experts.3.w1.weight_packed': dtype I8, expected U8 (MXFP4)"},
+      {"gate_norm_shape_wrong", "c_norm_shape_wrong", run, {"{C}", "--ids", "1"}, 1, "input_layernorm.weight':  shape is [2, 64], expected [128]"},
+      {"gate_shard_truncated", "c_shard_truncated", run, {"{C}", "--ids", "1"}, 1, "is beyond the data section"},
+      {"gate_shard_header_garbage", "c_shard_header_garbage", run, {"{C}", "--ids", "1"}, 1, "header length 1099511627776 exceeds the file size"},
+      {"gate_config_sha_changed", "c_config_sha_changed", run, {"{C}", "--ids", "1"}, 1, "(config changed after conversion) (and 1 more problem; k3-verify"},
+      {"gate_manifest_experts_other", "c_manifest_num_experts_other", run, {"{C}", "--ids", "1"}, 1, "manifest source.num_experts is 8, config.json says 16"},
+      {"gate_serve", "c_layers_fewer", run, {"{C}", "--serve", "--port", "0"}, 1, "manifest source.num_hidden_layers is 8, config.json says 4"},
+      {"gate_chat", "c_expert_dtype_i8", run, {"{C}", "--chat", "-p", "hi"}, 1, "dtype I8, expected U8"},
+      {"gate_prompt", "c_index_missing", run, {"{C}", "-p", "hi"}, 1, "[index] {C}/model.safetensors.index.json: file does not exist"},
+      {"gate_stray_file_ok", "c_unexpected_file", run, {"{C}", "--ids", "1,2"}, 0, ""},
+      {"gate_tokenizer_json_ok", "c_tokenizer_json_ok", run, {"{C}", "--ids", "1,2"}, 0, ""},
+      // k3-tokgen's inputs: capped, special files refused
+      {"tokgen_encode_stdin_devzero", "none", "k3-tokgen", {"encode", "{C}", "</dev/zero"}, 1, "<stdin>: text is more than the limit"},
+      {"tokgen_decode_stdin_devzero", "none", "k3-tokgen", {"decode", "{C}", "</dev/zero"}, 1, "<stdin>: id list is more than the limit"},
+      {"tokgen_chat_stdin_devzero", "none", "k3-tokgen", {"chat", "{C}", "</dev/zero"}, 1, "<stdin>: chat request is more than the limit"},
+      {"tokgen_chat_file_fifo", "in_fifo", "k3-tokgen", {"chat", "{C}", "-f", "{ROOT}/in"}, 1, "chat request is a FIFO"},
+      {"tokgen_chat_file_devzero", "in_devzero", "k3-tokgen", {"chat", "{C}", "-f", "{ROOT}/in"}, 1, "chat request is a character device"},
+      {"tokgen_chat_file_huge", "in_sparse_300m", "k3-tokgen", {"chat", "{C}", "-f", "{ROOT}/in"}, 1, "more than the limit"},
+      {"tokgen_chat_file_garbage", "in_json_garbage", "k3-tokgen", {"chat", "{C}", "-f", "{ROOT}/in"}, 1, "{ROOT}/in"},
+      {"tokgen_parse_ids_fifo", "in_fifo", "k3-tokgen", {"parse", "{C}", "{ROOT}/in"}, 1, "IDS: {ROOT}/in: id list is a FIFO"},
+      {"tokgen_parse_ids_devzero", "in_devzero", "k3-tokgen", {"parse", "{C}", "{ROOT}/in"}, 1, "id list is a character device"},
+      {"tokgen_parse_ids_stdin_devzero", "none", "k3-tokgen", {"parse", "{C}", "-", "</dev/zero"}, 1, "IDS: <stdin>: id list is more than the limit"},
+      {"tokgen_parse_ids_double_comma", "none", "k3-tokgen", {"parse", "{C}", "1,,2"}, 2, "IDS: empty token id before the comma"},
+      {"tokgen_parse_tools_fifo", "in_fifo", "k3-tokgen", {"parse", "{C}", "1,2", "--tools", "{ROOT}/in"}, 1, "chat request is a FIFO"},
+      {"tokgen_decode_garbage", "none", "k3-tokgen", {"decode", "{C}", "--ids", "1", "x"}, 2, "--ids: unexpected character 'x'"},
+      {"tokgen_decode_overflow", "none", "k3-tokgen", {"decode", "{C}", "--ids", "99999999999"}, 2, "is too large"},
+      {"tokgen_bench_devzero", "in_devzero", "k3-tokgen", {"bench", "{C}", "--file", "{ROOT}/in"}, 1, "text is a character device"},
+      {"tokgen_bench_fifo", "in_fifo", "k3-tokgen", {"bench", "{C}", "--file", "{ROOT}/in"}, 1, "text is a FIFO"},
+      {"tokgen_added_past_vocab", "src_tokcfg_past_vocab", "k3-tokgen", {"{SRC}", "-o", "{ROOT}/t.json"}, 1, "added token 800 '<|beyond|>' is past the vocabulary (ids 512..767)"},
+      {"repack_added_past_vocab", "src_tokcfg_past_vocab", "k3-repack", kRepack, 1, "added token 800 '<|beyond|>' is past the vocabulary"},
+      {"tokgen_encode_added_past_vocab", "src_tokcfg_past_vocab", "k3-tokgen", {"encode", "{SRC}", "-t", "hi"}, 1, "is past the vocabulary"},
+      {"tokgen_reserved_past_ok", "src_tokcfg_reserved_past_ok", "k3-tokgen", {"{SRC}", "-o", "{ROOT}/t.json"}, 0, ""},
+      {"tokgen_long_token_linear", "src_tiktoken_long_token", "k3-tokgen", {"{SRC}", "-o", "{ROOT}/t.json"}, 0, ""},
+      // command lines: one line "APP: ... (see --help)", exit 2, in all four apps
+      {"cli_run_unknown_flag", "none", run, {"{C}", "--bogus"}, 2, "k3-run: The following argument was not expected: --bogus (see --help)"},
+      {"cli_run_no_container", "none", run, V{}, 2, "k3-run: container is required (see --help)"},
+      {"cli_run_bad_activations", "none", run, {"{C}", "--activations", "fp8"}, 2, "k3-run: --activations: "},
+      {"cli_repack_unknown_flag", "none", "k3-repack", {"{SRC}", "{OUT}", "--bogus"}, 2, "k3-repack: The following argument was not expected: --bogus (see --help)"},
+      {"cli_repack_no_dst", "none", "k3-repack", {"{SRC}"}, 2, "k3-repack: DST is required (see --help)"},
+      {"cli_repack_bits_5", "none", "k3-repack", {"{SRC}", "{OUT}", "--bits", "5"}, 2, "k3-repack: --bits: "},
+      {"cli_repack_threads_garbage", "none", "k3-repack", {"{SRC}", "{OUT}", "--threads", "x"}, 2, "k3-repack: Could not convert: --threads"},
+      {"cli_verify_unknown_flag", "none", "k3-verify", {"{C}", "--bogus"}, 2, "k3-verify: The following argument was not expected: --bogus (see --help)"},
+      {"cli_verify_no_dst", "none", "k3-verify", V{}, 2, "k3-verify: DST is required (see --help)"},
+      {"cli_verify_bad_io", "none", "k3-verify", {"{C}", "--full", "--io", "mmap"}, 2, "k3-verify: --io: "},
+      {"cli_tokgen_unknown_flag", "none", "k3-tokgen", {"{C}", "--bogus"}, 2, "k3-tokgen: The following argument was not expected: --bogus (see --help)"},
+      {"cli_tokgen_bench_no_file", "none", "k3-tokgen", {"bench", "{C}"}, 2, "k3-tokgen: --file is required (see --help)"},
+      {"cli_tokgen_bench_repeat_0", "none", "k3-tokgen", {"bench", "{C}", "--file", "x", "--repeat", "0"}, 2, "k3-tokgen: --repeat: "},
+  };
+}
+
 auto caseName = [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); };
 INSTANTIATE_TEST_SUITE_P(Repack, Hostile, ::testing::ValuesIn(repackCases()), caseName);
 INSTANTIATE_TEST_SUITE_P(Verify, Hostile, ::testing::ValuesIn(verifyCases()), caseName);
 INSTANTIATE_TEST_SUITE_P(RunTokgen, Hostile, ::testing::ValuesIn(runAndTokgenCases()), caseName);
+INSTANTIATE_TEST_SUITE_P(Options, Hostile, ::testing::ValuesIn(runOptionCases()), caseName);
 
 // --- cases that need more than one run ---
 

@@ -92,6 +92,47 @@ def tiktoken_lines(src, fn):
     open(p, "w").write("\n".join(fn(lines)) + "\n")
 
 
+def config_sha_fixed(c, edit):
+    """Edit the container's config.json, then what the manifest says of it
+    (source.config_sha256, its files entry), so only the edit itself is what a
+    tool can object to."""
+    import hashlib
+    p = os.path.join(c, "config.json")
+    edit(p)
+    data = open(p, "rb").read()
+    digest = hashlib.sha256(data).hexdigest()
+
+    def fix(m):
+        m["source"]["config_sha256"] = digest
+        for f in m["files"]:
+            if f["file"] == "config.json":
+                f["size"], f["sha256"] = len(data), digest
+    manifest(c, fix)
+
+
+def drop_max_positions(p):
+    edit_json(p, lambda o: o["text_config"].pop("max_position_embeddings"))
+
+
+def duplicate_key(p):
+    """hidden_size twice in text_config: JSON parsers keep one or the other."""
+    text = open(p).read()
+    at = text.index('"text_config"')
+    brace = text.index("{", at)
+    open(p, "w").write(text[:brace + 1] + '"hidden_size": 4096, ' + text[brace + 1:])
+
+
+def in_file(root, how):
+    """ROOT/in: the file an option (--ids, --perplexity, --api-key-file, -f, ...) names."""
+    path = os.path.join(root, "in")
+    open(path, "w").close()
+    replace(path, how)
+
+
+def in_text(root, text):
+    open(os.path.join(root, "in"), "w").write(text)
+
+
 CASES = {
     # ---- special files and sizes in the source snapshot (k3-repack) ----
     "src_config_fifo": lambda s, c: replace(f"{s}/config.json", "fifo"),
@@ -198,14 +239,64 @@ CASES = {
     "c_tokenizer_json_ok": lambda s, c: open(f"{c}/tokenizer.json", "w").write("{}"),
     "c_stale_lock_ok": lambda s, c: open(f"{c}/.k3-repack.lock", "w").write("999999\n"),
     "none": lambda s, c: None,
+    # ---- k3-run: the model's limits, config keys ----
+    "c_no_max_positions": lambda s, c: config_sha_fixed(c, drop_max_positions),
+    "c_config_dup_key": lambda s, c: config_sha_fixed(c, duplicate_key),
+    "src_config_dup_key": lambda s, c: duplicate_key(f"{s}/config.json"),
+    # ---- k3-run's start gate: what k3-verify's fast checks reject ----
+    "c_manifest_garbage": lambda s, c: open(f"{c}/k3-manifest.json", "w").write("{not json"),
+    "c_manifest_no_shards": lambda s, c: manifest(c, lambda m: m.__setitem__("shards", [])),
+    "c_manifest_size_wrong": lambda s, c: manifest(c, lambda m: m["shards"][2].__setitem__("size", m["shards"][2]["size"] + 1)),
+    "c_index_missing": lambda s, c: os.remove(f"{c}/model.safetensors.index.json"),
+    "c_index_wrong_shard": lambda s, c: edit_json(
+        f"{c}/model.safetensors.index.json",
+        lambda o: o["weight_map"].__setitem__(P + "input_layernorm.weight", "model-00001-of-000009.safetensors")),
+    "c_layers_fewer": lambda s, c: config_sha_fixed(c, lambda p: edit_json(p, lambda o: (
+        o["text_config"].__setitem__("num_hidden_layers", 4),
+        o["text_config"]["linear_attn_config"].__setitem__(
+            "kda_layers", [x for x in o["text_config"]["linear_attn_config"]["kda_layers"] if x <= 4])))),
+    "c_expert_dtype_i8": lambda s, c: set_header(
+        f"{c}/{C_SHARD}", P + "block_sparse_moe.experts.3.w1.weight_packed", "dtype", "I8"),
+    "c_norm_shape_wrong": lambda s, c: set_header(f"{c}/{C_SHARD}", P + "input_layernorm.weight", "shape", [2, 64]),
+    "c_shard_truncated": lambda s, c: os.truncate(f"{c}/{C_SHARD}", os.path.getsize(f"{c}/{C_SHARD}") - 100),
+    # ---- k3-tokgen: added tokens past the vocabulary, a hostile token length ----
+    "src_tokcfg_past_vocab": lambda s, c: edit_json(
+        f"{s}/tokenizer_config.json",
+        lambda o: o["added_tokens_decoder"].__setitem__("800", {"content": "<|beyond|>", "special": True})),
+    "src_tokcfg_reserved_past_ok": lambda s, c: edit_json(
+        f"{s}/tokenizer_config.json",
+        lambda o: o["added_tokens_decoder"].__setitem__("768", {"content": "<|reserved_token_768|>", "special": True})),
+    "src_tiktoken_long_token": lambda s, c: tiktoken_lines(
+        s, lambda ls: ls[:-1] + [__import__("base64").b64encode(b"q" * 300000).decode() + " " + ls[-1].split()[1]]),
+    "c_shard_header_garbage": lambda s, c: open(f"{c}/{C_SHARD}", "r+b").write(struct.pack("<Q", 1 << 40)),
+}
+
+# Cases on ROOT/in (the file an option names), given ROOT rather than src and c.
+ROOT_CASES = {
+    "in_fifo": lambda r: in_file(r, "fifo"),
+    "in_devzero": lambda r: in_file(r, "devzero"),
+    "in_dir": lambda r: in_file(r, "dir"),
+    "in_empty": lambda r: in_file(r, "empty"),
+    "in_sparse_300m": lambda r: in_file(r, "sparse:300000000"),
+    "in_sparse_100k": lambda r: in_file(r, "sparse:100000"),
+    "in_ids_garbage": lambda r: in_text(r, "1 2 3\n4 five 6\n"),
+    "in_ids_double_comma": lambda r: in_text(r, "1,2,,3\n"),
+    "in_ids_past_vocab": lambda r: in_text(r, "1 2 768\n"),
+    "in_ids_overflow": lambda r: in_text(r, "1 2 4294967296\n"),
+    "in_ids_ok": lambda r: in_text(r, "1 2 3\n"),
+    "in_text": lambda r: in_text(r, "the quick brown fox jumps over the lazy dog. " * 4),
+    "in_json_garbage": lambda r: in_text(r, "{\"messages\": [1, 2"),
 }
 
 
 def main():
     case, root = sys.argv[1], sys.argv[2]
-    if case not in CASES:
+    if case in ROOT_CASES:
+        ROOT_CASES[case](root)
+    elif case in CASES:
+        CASES[case](os.path.join(root, "src"), os.path.join(root, "c"))
+    else:
         sys.exit(f"unknown case {case}")
-    CASES[case](os.path.join(root, "src"), os.path.join(root, "c"))
 
 
 if __name__ == "__main__":

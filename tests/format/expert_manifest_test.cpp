@@ -66,7 +66,7 @@ TEST(ExpertManifest, RefusesSchemaErrors) {
     const char* mention;
   } cases[] = {
       {"{", k3::ErrorKind::Format, "JSON"},
-      {replaced("\"format_version\": 1", "\"format_version\": 2"), k3::ErrorKind::Unsupported, "format_version"},
+      {replaced("\"format_version\": 1", "\"format_version\": 3"), k3::ErrorKind::Unsupported, "format_version"},
       {replaced("\"k3-container\"", "\"other\""), k3::ErrorKind::Format, "format"},
       {replaced("\"offset\": 700", "\"offset\": 950"), k3::ErrorKind::Format, "shards[0].experts[1]"},
       {replaced("\"sha256\": \"1111", "\"sha256\": \"XX11"), k3::ErrorKind::Format, "sha256"},

@@ -136,3 +136,42 @@ TEST(ModelConfig, RejectsMissingAndInvalidKeysNamingThem) {
   expectConfigError(replace("\"vocab_size\":163840", "\"vocab_size\":\"big\""), "vocab_size");
   expectConfigError("{not json", "not valid JSON");
 }
+
+namespace {
+std::string errorOf(const std::string& json) {
+  try {
+    k3::ModelConfig::parse(json, "config.json");
+  } catch (const k3::Error& e) {
+    EXPECT_EQ(e.kind(), k3::ErrorKind::Config);
+    return e.what();
+  }
+  return "no error";
+}
+}  // namespace
+
+TEST(ModelConfig, AKeyTwiceIsRefusedWhereverItIs) {
+  std::string cfg = realK3Config();
+  EXPECT_EQ(errorOf(cfg), "no error");
+  // The first key of text_config repeated; at the root; inside an object in an array.
+  std::string inText = cfg;
+  inText.insert(inText.find("\"text_config\":{") + 15, "\"hidden_size\":1,");
+  EXPECT_EQ(errorOf(inText), "config.json: key 'text_config.hidden_size' appears twice");
+  EXPECT_EQ(errorOf("{\"model_type\":\"a\",\"model_type\":\"b\"," + cfg.substr(1)),
+            "config.json: key 'model_type' appears twice");
+  EXPECT_EQ(errorOf(cfg.substr(0, cfg.size() - 1) + ",\"extra\":[{\"k\":1,\"k\":2}]}"),
+            "config.json: key 'extra.k' appears twice");
+}
+
+TEST(ModelConfig, MaxPositionEmbeddingsIsReadAndChecked) {
+  std::string cfg = realK3Config();
+  EXPECT_EQ(k3::ModelConfig::parse(cfg, "config.json").maxPositionEmbeddings, 0);  // absent: no limit
+  auto with = [&](const std::string& v) {
+    std::string c = cfg;
+    c.insert(c.find("\"text_config\":{") + 15, "\"max_position_embeddings\":" + v + ",");
+    return c;
+  };
+  EXPECT_EQ(k3::ModelConfig::parse(with("1048576"), "config.json").maxPositionEmbeddings, 1048576);
+  EXPECT_EQ(errorOf(with("0")), "config.json: key 'max_position_embeddings': must be at least 1");
+  EXPECT_EQ(errorOf(with("-4")), "config.json: key 'max_position_embeddings': must be at least 1");
+  EXPECT_EQ(errorOf(with("\"big\"")), "config.json: key 'max_position_embeddings': is not a number");
+}

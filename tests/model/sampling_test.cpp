@@ -3,6 +3,9 @@
 #include <cmath>
 #include <map>
 
+#include "k3/io/error.h"
+#include "k3/io/process_memory.h"
+#include "k3/model/context_limits.h"
 #include "k3/model/generate.h"
 #include "k3/model/sampler.h"
 #include "model_fixtures.h"
@@ -170,6 +173,87 @@ TEST(ModelGenerate, CliPromptIdsGenerateLikeTheSession) {
   RunResult bad = runTool("k3-run", {dir, "--prompt-ids", "1,x"});
   EXPECT_EQ(bad.exitCode, 2);
   EXPECT_NE(bad.err.find("--prompt-ids"), std::string::npos) << bad.err;
+}
+
+TEST(ModelSampler, OptionsOutsideTheirRangesAreUsageErrors) {
+  auto message = [](SamplerOptions o) {
+    try {
+      k3::model::checkSamplerOptions(o);
+    } catch (const ::k3::Error& e) {
+      EXPECT_EQ(e.kind(), ::k3::ErrorKind::Usage);
+      return std::string(e.what());
+    }
+    return std::string("ok");
+  };
+  EXPECT_EQ(message({0.0f, 0, 1.0f, 0}), "ok");
+  EXPECT_EQ(message({100.0f, 1 << 24, 0.0f, 0}), "ok");
+  EXPECT_EQ(message({-1.0f, 0, 1.0f, 0}), "--temp -1: must be a number in [0, 100] (0 = greedy)");
+  EXPECT_EQ(message({std::nanf(""), 0, 1.0f, 0}).rfind("--temp nan: ", 0), 0u);
+  EXPECT_EQ(message({INFINITY, 0, 1.0f, 0}).rfind("--temp inf: ", 0), 0u);
+  EXPECT_EQ(message({1.0f, 0, 1.5f, 0}), "--top-p 1.5: must be a number in [0, 1] (1 = all)");
+  EXPECT_EQ(message({1.0f, 0, std::nanf(""), 0}).rfind("--top-p nan: ", 0), 0u);
+  EXPECT_EQ(message({1.0f, -5, 1.0f, 0}), "--top-k -5: must be in [0, 16777216] (0 = all)");
+}
+
+TEST(ModelGenerate, MaxTokensIsClampedToTheRoomLeftInTheContext) {
+  const std::string dir = container("tiny", 8);
+  auto w = k3::model::ModelWeights::open(dir);
+  k3::model::Session s(*w, {2, 8, 16, 0});  // room for 16 positions
+  s.feed(testIds(10, 500, 77));
+  Sampler sampler({}, s.vocabSize());
+  k3::model::GenerateOptions g;
+  g.maxTokens = SIZE_MAX;  // nothing reserved for it, no context error
+  const auto r = k3::model::generate(s, sampler, g, [](int32_t) {});
+  if (!r.stopped) {
+    EXPECT_EQ(r.tokens.size(), 7u);  // 6 fed back (10 + 6 = 16) and the last one not
+  }
+  EXPECT_LE(s.position(), 16u);
+}
+
+// The estimate is what a Session really allocates (within 25 %): measured as
+// the resident growth of sessions whose MLA caches dominate.
+TEST(ModelContextLimits, EstimateMatchesWhatASessionAllocates) {
+  const std::string dir = container("tiny", 8);
+  auto w = k3::model::ModelWeights::open(dir);
+  for (size_t ctx : {size_t{200000}, size_t{400000}}) {
+    const uint64_t before = k3::currentRssBytes();
+    k3::model::Session s(*w, {1, 64, ctx, 0});
+    const double grown = static_cast<double>(k3::currentRssBytes() - before);
+    const double est = static_cast<double>(k3::model::sessionBytesEstimate(w->config(), ctx, 64, 1));
+    std::printf("[measured] tiny ctx %zu: session %.1f MB resident, estimate %.1f MB\n", ctx, grown / 1e6, est / 1e6);
+    EXPECT_GT(grown, 0.75 * est);
+    EXPECT_LT(grown, 1.25 * est);
+  }
+}
+
+TEST(ModelContextLimits, RefusesPastTheModelAndTheMemoryWithTheBytesNeeded) {
+  const std::string dir = container("tiny", 8);
+  auto w = k3::model::ModelWeights::open(dir);
+  k3::ModelConfig c = w->config();
+  ASSERT_EQ(c.maxPositionEmbeddings, 1048576);
+  auto message = [&](size_t ctx, size_t chunk, uint64_t memory, bool given = true) {
+    try {
+      k3::model::checkContextLimits(c, {ctx, chunk, 1, given}, memory);
+    } catch (const ::k3::Error& e) {
+      EXPECT_EQ(e.kind(), ::k3::ErrorKind::Usage);
+      return std::string(e.what());
+    }
+    return std::string("ok");
+  };
+  const uint64_t lots = uint64_t{1} << 40;
+  EXPECT_EQ(message(1048576, 128, lots), "ok");
+  EXPECT_EQ(message(1048577, 128, lots), "--ctx 1048577: more than the model's max_position_embeddings 1048576");
+  EXPECT_EQ(message(4096, 1048577, lots), "--chunk 1048577: more than the model's max_position_embeddings 1048576");
+  EXPECT_EQ(message(0, 128, lots), "--ctx 0: must be at least 1");
+  const uint64_t need = k3::model::sessionBytesEstimate(c, 100000, 128, 1);
+  EXPECT_EQ(message(100000, 128, need), "ok");
+  EXPECT_EQ(message(100000, 128, need - 1).rfind("--ctx 100000 with --chunk 128: the session would need ", 0), 0u);
+  EXPECT_NE(message(100000, 128, need - 1, false).find("the context (the ids given) 100000"), std::string::npos);
+  // A chunk longer than the context is counted as the context.
+  EXPECT_EQ(message(100, 100000, k3::model::sessionBytesEstimate(c, 100, 100, 1)), "ok");
+  c.maxPositionEmbeddings = 0;  // not in the config: only the memory bounds it
+  EXPECT_NE(message(size_t{1} << 34, 128, lots).find("of memory, more than this machine's 1024.0 GiB"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -34,13 +34,16 @@ TEST(TokAddedTokens, RealK3ConfigNamesAndFlags) {
 }
 
 TEST(TokAddedTokens, ConfigEdgeCases) {
-  // Ids beyond num_base+256 are ignored (some Kimi configs list 258); a
-  // missing "special" defaults to true; no added_tokens_decoder = all reserved.
+  // A bare reserved name beyond num_base+256 is skipped (some Kimi configs
+  // list 258); a missing "special" defaults to true; no added_tokens_decoder =
+  // all reserved.
   AddedTokens t = AddedTokens::fromConfigText(
-      R"({"added_tokens_decoder": {"300": {"content": "<|x|>"}, "556": {"content": "<|beyond|>"}}})", 300, "c.json");
+      R"({"added_tokens_decoder": {"300": {"content": "<|x|>"}, "556": {"content": "<|reserved_token_556|>"}}})", 300,
+      "c.json");
   EXPECT_EQ(t.find("<|x|>"), 300u);
   EXPECT_TRUE(t.byId(300)->hfSpecial);
-  EXPECT_FALSE(t.find("<|beyond|>"));
+  EXPECT_FALSE(t.find("<|reserved_token_556|>"));
+  EXPECT_EQ(t.all().size(), 256u);
   EXPECT_EQ(AddedTokens::fromConfigText("{}", 300, "c.json").byId(301)->content, "<|reserved_token_301|>");
 }
 
@@ -57,6 +60,11 @@ TEST(TokAddedTokens, RejectsBadConfigs) {
   EXPECT_EQ(kindOf("not json"), k3::ErrorKind::Format);
   EXPECT_EQ(kindOf(R"({"added_tokens_decoder": {"299": {"content": "a"}}})"), k3::ErrorKind::Format);  // below num_base
   EXPECT_EQ(kindOf(R"({"added_tokens_decoder": {"x1": {"content": "a"}}})"), k3::ErrorKind::Format);
+  // Past the vocabulary: a named token the model could never see, or a
+  // reserved name that is not its own id.
+  EXPECT_EQ(kindOf(R"({"added_tokens_decoder": {"556": {"content": "<|beyond|>"}}})"), k3::ErrorKind::Format);
+  EXPECT_EQ(kindOf(R"({"added_tokens_decoder": {"557": {"content": "<|reserved_token_556|>"}}})"), k3::ErrorKind::Format);
+  EXPECT_EQ(kindOf(R"({"added_tokens_decoder": {"9999999999": {"content": "<|x|>"}}})"), k3::ErrorKind::Format);
   EXPECT_EQ(kindOf(R"({"added_tokens_decoder": {"300": {"content": ""}}})"), k3::ErrorKind::Format);
   EXPECT_EQ(kindOf(R"({"added_tokens_decoder": {"300": {"content": "a"}, "301": {"content": "a"}}})"),
             k3::ErrorKind::Format);  // duplicate content

@@ -5,10 +5,15 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
+#include <chrono>
+#include <set>
+
 #include "k3/io/error.h"
 #include "k3/tok/byte_level.h"
 #include "k3/tok/corpus_check.h"
 #include "k3/tok/hf_tokenizer_json.h"
+#include "k3/tok/id_list_input.h"
 #include "k3/tok/id_text.h"
 #include "support/test_env.h"
 #include "tok_test_util.h"
@@ -45,6 +50,85 @@ TEST(TokHfJson, MergesFollowRankOrderOverAllReachableSplits) {
   EXPECT_EQ(merges[2].right, 257u);
   EXPECT_EQ(merges[3].left, 256u);
   EXPECT_EQ(merges[3].right, uint32_t('c'));
+}
+
+TEST(TokHfJson, AHostile300KbTokenCostsLinearTime) {
+  // Before the length filter: 16 s (every split hashed both halves).
+  const std::string longToken(300000, 'q');
+  Tokenizer t = tiny({"ab", "bc", "abc", longToken, "qq"});
+  const auto t0 = std::chrono::steady_clock::now();
+  auto merges = k3::tok::rankOrderedMerges(t.vocab());
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(s, 1.0);
+  // The same merges as without the long token (it has no split into two tokens).
+  ASSERT_EQ(merges.size(), 5u);
+  EXPECT_EQ(merges.back().result, 260u);  // qq = q + q
+  EXPECT_EQ(merges.back().left, uint32_t('q'));
+}
+
+// The hashed split search against the plain definition (every split of every
+// token into two reachable tokens, by rank then position) on a random
+// vocabulary with many overlapping tokens.
+TEST(TokHfJson, MergesEqualTheBruteForceDefinitionOnARandomVocabulary) {
+  std::vector<std::string> extra;
+  std::set<std::string> seen;
+  uint64_t x = 12345;
+  auto next = [&] { return x = x * 6364136223846793005ull + 1442695040888963407ull, x >> 33; };
+  while (extra.size() < 3000) {
+    std::string t;
+    const size_t len = 2 + next() % 7;
+    for (size_t i = 0; i < len; ++i) t.push_back("abcd"[next() % 4]);
+    if (seen.insert(t).second) extra.push_back(t);
+  }
+  Tokenizer tok = tiny(extra);
+  const k3::tok::Vocab& v = tok.vocab();
+  // Brute force: reachability by length, splits by hashing each half.
+  std::vector<uint32_t> order(v.size());
+  for (uint32_t r = 0; r < v.size(); ++r) order[r] = r;
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return v.bytes(a).size() < v.bytes(b).size(); });
+  std::vector<bool> reach(v.size());
+  std::vector<k3::tok::Merge> want;
+  for (uint32_t r : order) {
+    const std::string_view t = v.bytes(r);
+    if (t.size() == 1) reach[r] = true;
+    for (size_t k = 1; k < t.size(); ++k) {
+      const uint32_t a = v.rank(t.substr(0, k)), b = v.rank(t.substr(k));
+      if (a == k3::tok::kNoRank || b == k3::tok::kNoRank || !reach[a] || !reach[b]) continue;
+      reach[r] = true;
+      want.push_back({a, b, r});
+    }
+  }
+  std::stable_sort(want.begin(), want.end(), [](const auto& p, const auto& q) { return p.result < q.result; });
+  const auto got = k3::tok::rankOrderedMerges(v);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_GT(got.size(), 3000u);
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_TRUE(got[i].left == want[i].left && got[i].right == want[i].right && got[i].result == want[i].result) << i;
+}
+
+TEST(TokIdList, OneGrammarWithOffsetsAndTheVocabulary) {
+  using k3::tok::parseIds;
+  EXPECT_EQ(parseIds("1,2 3\n[4, 5]"), (std::vector<uint32_t>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(parseIds(""), std::vector<uint32_t>{});
+  auto message = [](std::string_view text, uint64_t vocab = 0) {
+    try {
+      parseIds(text, "--ids", vocab);
+    } catch (const k3::Error& e) {
+      EXPECT_EQ(e.kind(), k3::ErrorKind::Usage);
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message("1,,2"), "--ids: empty token id before the comma at offset 2");
+  EXPECT_EQ(message(",1"), "--ids: empty token id before the comma at offset 0");
+  EXPECT_EQ(message("1,2,"), "--ids: empty token id after the last comma");
+  EXPECT_EQ(message("[1,]"), "--ids: empty token id after the comma before offset 3");
+  EXPECT_EQ(message("1 x"), "--ids: unexpected character 'x' at offset 2");
+  EXPECT_EQ(message("1\x01"), "--ids: unexpected character '\\x01' at offset 1");
+  EXPECT_EQ(message("4294967295"), "no error");
+  EXPECT_EQ(message("4294967296"), "--ids: token id at offset 0 is too large");
+  EXPECT_EQ(message("5 10", 10), "--ids: token id 10 at offset 2 is outside the vocabulary [0, 10)");
+  EXPECT_EQ(message("9", 10), "no error");
 }
 
 TEST(TokHfJson, ValidDeterministicJsonWithSpecFields) {

@@ -14,6 +14,7 @@
 #include "k3/convert/dst_lock.h"
 #include "k3/format/expert_manifest.h"
 #include "k3/format/snapshot.h"
+#include "k3/format/spread_layout.h"
 #include "k3/format/tensor_inventory.h"
 #include "k3/io/error.h"
 #include "k3/io/file_io.h"
@@ -81,8 +82,12 @@ std::string fragmentPath(const std::string& dst, const std::string& shard) {
   return partsDir(dst) + "/" + shard + ".json";
 }
 
-ExpertManifest runIdentity(const Snapshot& snap, const BitSettings& b) {
+ExpertManifest runIdentity(const Snapshot& snap, const BitSettings& b, const std::vector<std::string>& roots) {
   ExpertManifest m;
+  if (!roots.empty()) {
+    m.formatVersion = ExpertManifest::kSpreadFormatVersion;
+    m.roots = roots;
+  }
   m.toolVersion = K3KIT_VERSION;
   m.settings = {b.bits, b.mlaBits, b.headBits};
   m.configSha256 = snap.configSha256();
@@ -96,9 +101,9 @@ ExpertManifest runIdentity(const Snapshot& snap, const BitSettings& b) {
 // True when the output shard and its fragment are complete and match this run.
 // Refuses (SourceChanged / Mismatch) rather than mixing two conversions.
 bool shardDone(const ShardPlan& plan, const ExpertManifest& run, const std::string& dst,
-               ManifestShard* out) {
+               const std::vector<std::string>& rootDirs, ManifestShard* out) {
   const std::string frag = fragmentPath(dst, plan.outputFile);
-  const std::string shard = dst + "/" + plan.outputFile;
+  const std::string shard = rootDirs[static_cast<size_t>(plan.root)] + "/" + plan.outputFile;
   if (!exists(frag)) return false;
   ExpertManifest m;
   try {
@@ -114,8 +119,11 @@ bool shardDone(const ShardPlan& plan, const ExpertManifest& run, const std::stri
   if (!m.sameRun(run))
     fail(ErrorKind::Mismatch, frag, ": ", plan.outputFile, " was converted with other settings (bits ",
          m.settings.bits, ", mla-bits ", m.settings.mlaBits, ", head-bits ", m.settings.headBits,
-         ", tool ", m.toolVersion, "); rerun with those settings or use a fresh DST");
+         ", tool ", m.toolVersion, ", ",
+         m.spread() ? cat("--spread over ", m.roots.size(), " directories") : std::string("no --spread"),
+         "); rerun with those settings or use a fresh DST");
   const ManifestShard& s = m.shards[0];
+  if (s.root != plan.root) return false;
   const SourceShard& src = *plan.source;
   if (s.source.file != src.file || s.source.size != src.size ||
       s.source.headerSha256 != src.headerSha256)
@@ -133,21 +141,39 @@ bool shardDone(const ShardPlan& plan, const ExpertManifest& run, const std::stri
   return true;
 }
 
-// Spec §5.7: rebuild the index from the finished shards in DST.
-void rebuildIndex(const std::string& dst, int total) {
+// Where every root's finished shards are: (location relative to DST, path),
+// sorted by location. One root: the shards in DST, as always.
+std::vector<std::pair<std::string, std::string>> finishedShards(const std::vector<std::string>& rootDirs,
+                                                                 const std::vector<std::string>& roots, int total) {
   const std::string suffix = cat("-of-", Snapshot::shardName(1, total).substr(15));
-  std::vector<std::string> files;
-  for (const std::string& n : listDir(dst))
-    if (n.rfind("model-", 0) == 0 && n.size() > suffix.size() &&
-        n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0)
-      files.push_back(n);
+  const std::string partSuffix = suffix.substr(0, suffix.size() - 12) + ".part";  // "-of-TTTTTT.part"
+  std::vector<std::pair<std::string, std::string>> files;
+  for (size_t k = 0; k < rootDirs.size(); ++k)
+    for (const std::string& n : listDir(rootDirs[k])) {
+      bool shard = n.rfind("model-", 0) == 0 && n.size() > suffix.size() &&
+                   n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
+      if (!roots.empty() && !shard)  // spread: the .partK files too
+        shard = n.rfind("model-", 0) == 0 && n.find(partSuffix) != std::string::npos &&
+                n.size() > 12 && n.compare(n.size() - 12, 12, ".safetensors") == 0;
+      if (shard)
+        files.emplace_back(roots.empty() ? n : spreadLocation(roots[k], n), rootDirs[k] + "/" + n);
+    }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Spec §5.7: rebuild the index from the finished shards (in DST, or in every
+// root of a spread container, named by their location relative to DST).
+void rebuildIndex(const std::string& dst, int total, const std::vector<std::string>& rootDirs,
+                  const std::vector<std::string>& roots) {
+  const std::vector<std::pair<std::string, std::string>> files = finishedShards(rootDirs, roots, total);
   if (files.empty()) return;
   // Two passes over the (small) headers rather than a map of every name:
   // total_size leads the text, and K3 has ~500k tensors.
   uint64_t sum = 0;
   std::vector<std::pair<uint64_t, uint64_t>> names;  // fingerprints, for duplicates
-  for (const std::string& n : files) {
-    SafetensorsFile f = SafetensorsFile::open(dst + "/" + n, SafetensorsFile::Access::HeaderOnly);
+  for (const auto& [n, path] : files) {
+    SafetensorsFile f = SafetensorsFile::open(path, SafetensorsFile::Access::HeaderOnly);
     for (const TensorInfo& t : f.tensors()) {
       names.push_back(nameFingerprint(t.name));
       sum += t.nbytes();
@@ -156,19 +182,19 @@ void rebuildIndex(const std::string& dst, int total) {
   std::sort(names.begin(), names.end());
   if (std::adjacent_find(names.begin(), names.end()) != names.end()) {
     std::unordered_set<std::string> seen;  // error path: find the name
-    for (const std::string& n : files) {
-      SafetensorsFile f = SafetensorsFile::open(dst + "/" + n, SafetensorsFile::Access::HeaderOnly);
+    for (const auto& [n, path] : files) {
+      SafetensorsFile f = SafetensorsFile::open(path, SafetensorsFile::Access::HeaderOnly);
       for (const TensorInfo& t : f.tensors())
         if (!seen.insert(t.name).second)
-          fail(ErrorKind::Duplicate, dst, "/", n, ": tensor '", t.name,
+          fail(ErrorKind::Duplicate, path, ": tensor '", t.name,
                "' already appears in an earlier shard; index left unchanged");
     }
   }
   names = {};
   SnapshotIndex::Text text;
   text.begin(sum);
-  for (const std::string& n : files) {
-    SafetensorsFile f = SafetensorsFile::open(dst + "/" + n, SafetensorsFile::Access::HeaderOnly);
+  for (const auto& [n, path] : files) {
+    SafetensorsFile f = SafetensorsFile::open(path, SafetensorsFile::Access::HeaderOnly);
     for (const TensorInfo& t : f.tensors()) text.add(t.name, n);
   }
   writeFileAtomic(dst + "/" + Snapshot::kIndexName, text.end());
@@ -183,16 +209,19 @@ void removeStaleTemps(const std::string& dir) {
 }
 
 void finalize(const Snapshot& snap, const BitSettings& bits, const ExpertManifest& run,
-              const std::string& dst, const std::function<void()>& tick) {
+              const std::string& dst, const std::vector<std::string>& rootDirs,
+              const std::function<void()>& tick) {
   ExpertManifest m = run;
+  const int roots = static_cast<int>(rootDirs.size());
   for (const SourceShard* sh : snap.textShards()) {
-    const ShardPlan p = planShard(snap, *sh, bits);  // one plan in memory at a time
-    ManifestShard s;
-    if (!shardDone(p, run, dst, &s))
-      fail(ErrorKind::Missing, dst, "/", p.outputFile, ": shard ", sh->number,
-           " is not converted yet; run k3-repack without --finalize (or with --shards ", sh->number,
-           ") first");
-    m.shards.push_back(std::move(s));
+    for (const ShardPlan& p : planShardParts(snap, *sh, bits, roots)) {  // one shard's plans at a time
+      ManifestShard s;
+      if (!shardDone(p, run, dst, rootDirs, &s))
+        fail(ErrorKind::Missing, rootDirs[static_cast<size_t>(p.root)], "/", p.outputFile, ": shard ", sh->number,
+             " is not converted yet; run k3-repack without --finalize (or with --shards ", sh->number,
+             ") first");
+      m.shards.push_back(std::move(s));
+    }
   }
   std::sort(m.shards.begin(), m.shards.end(),
             [](const ManifestShard& a, const ManifestShard& b) { return a.file < b.file; });
@@ -207,9 +236,9 @@ void finalize(const Snapshot& snap, const BitSettings& bits, const ExpertManifes
   }
   std::sort(m.files.begin(), m.files.end(),
             [](const ManifestFile& a, const ManifestFile& b) { return a.file < b.file; });
-  rebuildIndex(dst, snap.outputShardTotal());
+  rebuildIndex(dst, snap.outputShardTotal(), rootDirs, run.roots);
   tick();
-  removeStaleTemps(dst);
+  for (const std::string& dir : rootDirs) removeStaleTemps(dir);
   removeStaleTemps(partsDir(dst));
   m.save(dst + "/" + ExpertManifest::kFileName);  // last: its presence means complete
 }
@@ -277,7 +306,21 @@ RepackSummary repack(const RepackOptions& opt) {
   validateTokenizerFiles(snap);
   if (snap.droppedTensors())
     log(cat("k3-repack: --drop-unknown: leaving out ", snap.droppedTensors(), " tensors config.json does not imply"));
-  const ExpertManifest run = runIdentity(snap, sum.bits);
+  // --spread: root k's directory and its path as recorded (relative to DST).
+  std::vector<std::string> rootDirs{opt.dst}, roots;
+  if (!opt.spread.empty()) {
+    roots.push_back(".");
+    for (const std::string& dir : opt.spread) {
+      if (realPath(dir) == realPath(opt.src)) fail(ErrorKind::Usage, dir, ": a --spread directory must differ from SRC");
+      std::string rel = relativeRootPath(opt.dst, dir);
+      if (std::find(roots.begin(), roots.end(), rel) != roots.end())
+        fail(ErrorKind::Usage, dir, ": --spread names this directory twice");
+      roots.push_back(std::move(rel));
+      rootDirs.push_back(dir);
+    }
+  }
+  const int rootCount = static_cast<int>(rootDirs.size());
+  const ExpertManifest run = runIdentity(snap, sum.bits, roots);
   // Plans are rebuilt on demand (cheap) so that only one is held at a time.
   const std::vector<const SourceShard*> text = snap.textShards();
   sum.textShards = static_cast<int>(text.size());
@@ -299,18 +342,24 @@ RepackSummary repack(const RepackOptions& opt) {
   if (opt.finalizeOnly) selected.clear();
 
   // Decide what is left to do (this also refuses changed sources).
-  std::vector<const SourceShard*> todo;
+  std::vector<std::pair<const SourceShard*, size_t>> todo;  // (shard, part)
   uint64_t total = 0;
+  auto location = [&](const ShardPlan& p) {
+    return roots.empty() ? p.outputFile : spreadLocation(roots[static_cast<size_t>(p.root)], p.outputFile);
+  };
   for (const SourceShard* sh : selected) {
-    const ShardPlan p = planShard(snap, *sh, sum.bits);
-    ShardStatus st{p.outputFile, sh->file, p.fileSize, p.experts.size(), p.quantizedTensors};
-    const bool done = exists(opt.dst) && shardDone(p, run, opt.dst, nullptr);
-    st.state = done ? ShardStatus::State::Skipped : ShardStatus::State::Planned;
-    if (!done) {
-      todo.push_back(sh);
-      total += p.sourceBytes;
+    const std::vector<ShardPlan> parts = planShardParts(snap, *sh, sum.bits, rootCount);
+    for (size_t k = 0; k < parts.size(); ++k) {
+      const ShardPlan& p = parts[k];
+      ShardStatus st{location(p), sh->file, p.fileSize, p.experts.size(), p.quantizedTensors};
+      const bool done = exists(opt.dst) && shardDone(p, run, opt.dst, rootDirs, nullptr);
+      st.state = done ? ShardStatus::State::Skipped : ShardStatus::State::Planned;
+      if (!done) {
+        todo.emplace_back(sh, k);
+        total += p.sourceBytes;
+      }
+      sum.shards.push_back(st);
     }
-    sum.shards.push_back(st);
   }
   if (opt.dryRun) {
     sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -323,13 +372,30 @@ RepackSummary repack(const RepackOptions& opt) {
   if (lock.previousHolder() > 0)
     log(cat("k3-repack: taking over the lock of PID ", lock.previousHolder(), " (no longer running)"));
   makeDir(partsDir(opt.dst));
+  // Every other root is bound to this container before a shard goes there.
+  for (size_t k = 1; k < rootDirs.size(); ++k) {
+    makeDir(rootDirs[k]);
+    const std::string marker = rootDirs[k] + "/" + SpreadMarker::kFileName;
+    const SpreadMarker want = SpreadMarker::forRoot(run, static_cast<int>(k));
+    if (exists(marker)) {
+      const SpreadMarker have = SpreadMarker::parse(readInputFile(marker, kConfigInput), marker);
+      if (have != want)
+        fail(ErrorKind::Mismatch, marker, ": ", rootDirs[k], " already holds root ", have.root, " of ", have.roots,
+             " of another container or --spread order (config sha256 ", have.configSha256.substr(0, 12),
+             "…, bits ", have.settings.bits, "), not root ", k, " of ", rootDirs.size(),
+             " of this one; give each container its own --spread directories, in the same order on reruns");
+    } else {
+      writeFileAtomic(marker, want.toJson());
+    }
+  }
   ProgressMeter progress(total, opt.progress);
   if (!todo.empty()) {
     ShardConverter conv(opt.converter);
-    for (const SourceShard* sh : todo) {
-      const ShardPlan p = planShard(snap, *sh, sum.bits);
+    for (const auto& [sh, part] : todo) {
+      const ShardPlan p = std::move(planShardParts(snap, *sh, sum.bits, rootCount)[part]);
       progress.setLabel(p.outputFile);
-      ManifestShard ms = conv.convert(p, opt.dst, progress);
+      ManifestShard ms = conv.convert(p, rootDirs[static_cast<size_t>(p.root)], progress);
+      ms.root = p.root;
       tick();  // shard published, fragment not yet
       ExpertManifest frag = run;
       frag.shards.push_back(std::move(ms));
@@ -342,16 +408,16 @@ RepackSummary repack(const RepackOptions& opt) {
                 " expert scale bytes are 0 or 255 (engines decode these differently, spec 4)"));
       sum.scaleEdgeBytes += conv.lastStats().scaleEdgeBytes;
       for (ShardStatus& st : sum.shards)
-        if (st.output == p.outputFile) st.state = ShardStatus::State::Converted;
+        if (st.output == location(p)) st.state = ShardStatus::State::Converted;
     }
     progress.finish();
   }
   if (opt.shards.empty() || opt.finalizeOnly) {
-    finalize(snap, sum.bits, run, opt.dst, tick);
+    finalize(snap, sum.bits, run, opt.dst, rootDirs, tick);
     sum.finalized = true;
     log(cat("k3-repack: container complete: ", opt.dst, "/", ExpertManifest::kFileName));
   } else {
-    rebuildIndex(opt.dst, snap.outputShardTotal());
+    rebuildIndex(opt.dst, snap.outputShardTotal(), rootDirs, roots);
   }
   sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return sum;

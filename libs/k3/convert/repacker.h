@@ -25,6 +25,9 @@ struct RepackOptions {
   std::vector<int> shards;  // source shard numbers; empty = all (and finalize)
   bool finalizeOnly = false;
   bool dryRun = false;
+  // --spread: more directories (one per drive) the shard files are spread
+  // over with DST, each layer's experts cut across all of them (docs/CONTAINER.md).
+  std::vector<std::string> spread;
   bool dropUnknown = false;  // leave out text tensors config.json does not imply (else refused)
   bool progress = false;     // draw the bar (the CLI passes isatty(stderr))
   ConverterOptions converter;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "k3/format/spread_layout.h"
 #include "k3/format/tensor_inventory.h"
 #include "k3/io/error.h"
 
@@ -36,7 +37,43 @@ int bitsFor(TensorClass c, const BitSettings& b) {
 
 }  // namespace
 
+namespace {
+
+// Appends tensor t as a copy step (merged with the previous copy when the
+// source bytes are back to back: one read).
+void addCopy(ShardPlan& plan, const TensorInfo& t, uint64_t base) {
+  plan.tensors.push_back({t.name, t.dtype, t.shape});
+  const uint64_t off = base + t.begin;
+  if (!plan.steps.empty() && plan.steps.back().kind == PlanStep::Kind::Copy &&
+      plan.steps.back().srcOffset + plan.steps.back().srcBytes == off) {
+    plan.steps.back().srcBytes += t.nbytes();
+  } else {
+    plan.steps.push_back({PlanStep::Kind::Copy, off, t.nbytes(), 0, 0, t.name});
+  }
+}
+
+// Header, file offsets and sizes once the tensors are in place.
+void layOut(ShardPlan& plan) {
+  plan.header = SafetensorsWriter::encodeHeader(plan.tensors);
+  std::vector<uint64_t> offsets;
+  uint64_t off = plan.header.size();
+  for (const TensorSpec& t : plan.tensors) {
+    offsets.push_back(off);
+    off += t.nbytes();
+  }
+  plan.fileSize = off;
+  for (PlannedExpert& e : plan.experts) e.offset = offsets[e.offset];
+  for (const PlanStep& s : plan.steps) plan.sourceBytes += s.srcBytes;
+}
+
+}  // namespace
+
 ShardPlan planShard(const Snapshot& snap, const SourceShard& shard, const BitSettings& bits) {
+  return std::move(planShardParts(snap, shard, bits, 1).front());
+}
+
+std::vector<ShardPlan> planShardParts(const Snapshot& snap, const SourceShard& shard, const BitSettings& bits,
+                                      int roots) {
   const ModelConfig& cfg = snap.config();
   ShardPlan plan;
   plan.source = &shard;
@@ -64,23 +101,12 @@ ShardPlan planShard(const Snapshot& snap, const SourceShard& shard, const BitSet
     dense.push_back(&t);
   }
 
-  auto addCopy = [&](const TensorInfo& t) {
-    plan.tensors.push_back({t.name, t.dtype, t.shape});
-    const uint64_t off = base + t.begin;
-    if (!plan.steps.empty() && plan.steps.back().kind == PlanStep::Kind::Copy &&
-        plan.steps.back().srcOffset + plan.steps.back().srcBytes == off) {
-      plan.steps.back().srcBytes += t.nbytes();  // one read for back-to-back tensors
-    } else {
-      plan.steps.push_back({PlanStep::Kind::Copy, off, t.nbytes(), 0, 0, t.name});
-    }
-  };
-
   // 1. Non-expert tensors in ascending source offset order.
   for (const TensorInfo* t : dense) {
     const TensorClass cls = classifyTensor(t->name, cfg);
     const int b = bitsFor(cls, bits);
     if (b >= 16) {
-      addCopy(*t);
+      addCopy(plan, *t, base);
       if (isFloatDtype(t->dtype)) plan.floats.push_back({base + t->begin, t->nbytes(), t->dtype, t->name});
       continue;
     }
@@ -117,29 +143,43 @@ ShardPlan planShard(const Snapshot& snap, const SourceShard& shard, const BitSet
         fail(ErrorKind::Missing, shard.path, ": expert (layer ", head.layer, ", id ", head.expert,
              ") does not have its six tensors in this shard");
     }
-    PlannedExpert pe{head.layer, head.expert, 0, 0};
-    const size_t first = plan.tensors.size();
-    for (int p = 0; p < kExpertParts; ++p) {
-      const TensorInfo& t = *experts[i + static_cast<size_t>(p)].t;
-      addCopy(t);
-      pe.length += t.nbytes();
-      pe.partBytes[p] = t.nbytes();
+  }
+  // Each layer's experts (in id order) are cut into `roots` equal ranges.
+  std::vector<ShardPlan> parts(static_cast<size_t>(std::max(1, roots)));
+  parts[0] = std::move(plan);
+  for (size_t k = 1; k < parts.size(); ++k) {
+    parts[k].source = &shard;
+    parts[k].outputFile = spreadPartName(parts[0].outputFile, static_cast<int>(k));
+  }
+  for (size_t k = 0; k < parts.size(); ++k)
+    parts[k].root = parts.size() > 1 ? spreadRootOf(shard.number, static_cast<int>(k), roots) : 0;
+  for (size_t i = 0; i < experts.size();) {
+    const int layer = experts[i].name.layer;
+    size_t end = i;
+    while (end < experts.size() && experts[end].name.layer == layer) end += kExpertParts;
+    const size_t count = (end - i) / kExpertParts;
+    for (size_t x = 0; x < count; ++x, i += kExpertParts) {
+      ShardPlan& part = parts[static_cast<size_t>(spreadPartOf(x, count, roots))];
+      const ExpertName& head = experts[i].name;
+      PlannedExpert pe{head.layer, head.expert, 0, 0};
+      const size_t first = part.tensors.size();
+      for (int p = 0; p < kExpertParts; ++p) {
+        const TensorInfo& t = *experts[i + static_cast<size_t>(p)].t;
+        addCopy(part, t, base);
+        pe.length += t.nbytes();
+        pe.partBytes[p] = t.nbytes();
+      }
+      pe.offset = first;  // tensor index for now; turned into a file offset by layOut
+      part.experts.push_back(pe);
     }
-    pe.offset = first;  // tensor index for now; turned into a file offset below
-    plan.experts.push_back(pe);
   }
-
-  plan.header = SafetensorsWriter::encodeHeader(plan.tensors);
-  std::vector<uint64_t> offsets;
-  uint64_t off = plan.header.size();
-  for (const TensorSpec& t : plan.tensors) {
-    offsets.push_back(off);
-    off += t.nbytes();
+  std::vector<ShardPlan> out;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    if (k > 0 && parts[k].tensors.empty()) continue;
+    layOut(parts[k]);
+    out.push_back(std::move(parts[k]));
   }
-  plan.fileSize = off;
-  for (PlannedExpert& e : plan.experts) e.offset = offsets[e.offset];
-  for (const PlanStep& s : plan.steps) plan.sourceBytes += s.srcBytes;
-  return plan;
+  return out;
 }
 
 }  // namespace k3::convert

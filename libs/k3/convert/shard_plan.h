@@ -52,6 +52,7 @@ struct PlannedExpert {
 struct ShardPlan {
   const SourceShard* source = nullptr;
   std::string outputFile;  // basename
+  int root = 0;            // k3-repack --spread: index of the directory it goes to (0 = DST)
   std::vector<TensorSpec> tensors;  // output header order
   std::vector<PlanStep> steps;      // source reads/transforms, in output order
   std::vector<PlannedExpert> experts;  // sorted by (layer, id)
@@ -63,5 +64,12 @@ struct ShardPlan {
 };
 
 ShardPlan planShard(const Snapshot& snap, const SourceShard& shard, const BitSettings& bits);
+
+// k3-repack --spread over `roots` directories: the shard's output as one file
+// per root (spread_layout.h): part 0 holds the dense tensors and the first id
+// range of each layer's experts, part k the k-th range; a part without
+// tensors is left out. roots == 1: exactly planShard's one plan.
+std::vector<ShardPlan> planShardParts(const Snapshot& snap, const SourceShard& shard, const BitSettings& bits,
+                                      int roots);
 
 }  // namespace k3::convert

@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include "k3/format/model_config.h"
+#include "k3/format/spread_layout.h"
 #include "k3/io/error.h"
 #include "k3/io/input_file.h"
 #include "k3/io/json_text.h"
@@ -86,7 +87,12 @@ void appendKV(std::string& out, const char* key, const std::string& v) {
 bool ExpertManifest::sameRun(const ExpertManifest& o) const {
   return formatVersion == o.formatVersion && tool == o.tool && toolVersion == o.toolVersion &&
          settings == o.settings && configSha256 == o.configSha256 && prefix == o.prefix &&
-         numLayers == o.numLayers && numExperts == o.numExperts && expertBytes == o.expertBytes;
+         numLayers == o.numLayers && numExperts == o.numExperts && expertBytes == o.expertBytes &&
+         roots == o.roots;
+}
+
+std::string ExpertManifest::location(const ManifestShard& s) const {
+  return spread() ? spreadLocation(roots[static_cast<size_t>(s.root)], s.file) : s.file;
 }
 
 const ManifestShard* ExpertManifest::findShard(std::string_view file) const {
@@ -117,12 +123,25 @@ std::string ExpertManifest::toJson() const {
   o += ", ";
   appendKV(o, "prefix", prefix);
   o += cat(", \"num_hidden_layers\": ", numLayers, ", \"num_experts\": ", numExperts,
-           ", \"expert_bytes\": ", expertBytes, "},\n  \"shards\": [");
+           ", \"expert_bytes\": ", expertBytes, "},\n  ");
+  if (spread()) {
+    o += "\"roots\": [";
+    for (size_t i = 0; i < roots.size(); ++i) {
+      if (i) o += ", ";
+      appendJsonString(o, roots[i]);
+    }
+    o += "],\n  ";
+  }
+  o += "\"shards\": [";
   for (size_t i = 0; i < shards.size(); ++i) {
     const ManifestShard& s = shards[i];
     o += i ? ",\n    {" : "\n    {";
     appendKV(o, "file", s.file);
     o += ", ";
+    if (spread()) {
+      appendKV(o, "root", static_cast<uint64_t>(s.root));
+      o += ", ";
+    }
     appendKV(o, "size", s.size);
     o += ", ";
     appendKV(o, "sha256", s.sha256);
@@ -172,9 +191,9 @@ ExpertManifest ExpertManifest::parse(std::string_view json, const std::string& p
   if (r.str(top, "format") != "k3-container")
     fail(ErrorKind::Format, path, ": \"format\" is not \"k3-container\"");
   m.formatVersion = r.i32(top, "format_version");
-  if (m.formatVersion != kFormatVersion)
+  if (m.formatVersion != kFormatVersion && m.formatVersion != kSpreadFormatVersion)
     fail(ErrorKind::Unsupported, path, ": format_version ", m.formatVersion, " (this build reads ",
-         kFormatVersion, ")");
+         kFormatVersion, " and ", kSpreadFormatVersion, ")");
   m.tool = r.str(top, "tool");
   m.toolVersion = r.str(top, "tool_version");
   object set = r.obj(top, "settings");
@@ -186,6 +205,20 @@ ExpertManifest ExpertManifest::parse(std::string_view json, const std::string& p
   m.numLayers = r.ranged(src, "num_hidden_layers", 1, kMaxLayers);
   m.numExperts = r.ranged(src, "num_experts", 1, kMaxExperts);
   m.expertBytes = r.u64(src, "expert_bytes");
+  if (m.formatVersion == kSpreadFormatVersion) {
+    size_t ri = 0;
+    for (element re : r.arr(top, "roots")) {
+      std::string_view v;
+      const std::string key = cat("roots[", ri, "]");
+      if (re.get_string().get(v)) r.bad(key, "not a string");
+      // Relative, so a moved set of directories still opens; "." first (DST).
+      if (ri == 0 ? v != "." : !isSpreadRootPath(v))
+        r.bad(key, cat("'", v, "' is not ", ri == 0 ? "\".\" (DST)" : "a relative directory path"));
+      m.roots.emplace_back(v);
+      if (++ri > kMaxSpreadRoots) r.bad("roots", cat("more than ", kMaxSpreadRoots, " roots"));
+    }
+    if (m.roots.size() < 2) r.bad("roots", "a spread container needs at least two roots");
+  }
   size_t si = 0;
   for (element se : r.arr(top, "shards")) {
     Reader sr{path, cat("shards[", si++, "]")};
@@ -193,6 +226,7 @@ ExpertManifest ExpertManifest::parse(std::string_view json, const std::string& p
     if (se.get_object().get(so)) sr.bad("", "not an object");
     ManifestShard s;
     s.file = sr.fileName(so, "file");
+    if (m.spread()) s.root = sr.ranged(so, "root", 0, static_cast<int>(m.roots.size()) - 1);
     s.size = sr.u64(so, "size");
     s.sha256 = sr.hash(so, "sha256");
     s.dataOffset = sr.u64(so, "data_offset");

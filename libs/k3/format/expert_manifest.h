@@ -42,6 +42,7 @@ struct ManifestShard {
   uint64_t tensors = 0;
   ManifestSourceShard source;
   std::vector<ManifestExpert> experts;  // sorted by (layer, id)
+  int root = 0;  // spread containers: index into ExpertManifest::roots (0 = DST itself)
   bool operator==(const ManifestShard&) const = default;
 };
 
@@ -54,6 +55,10 @@ struct ManifestFile {
 
 struct ExpertManifest {
   static constexpr int kFormatVersion = 1;
+  // A container spread over several directories (k3-repack --spread): the
+  // manifest gains `roots` and a per-shard `root`; readers of version 1
+  // would not find the shards outside DST, so it is a version of its own.
+  static constexpr int kSpreadFormatVersion = 2;
   static constexpr const char* kFileName = "k3-manifest.json";
   static constexpr const char* kPartsDir = ".k3-parts";
   // k3-repack's lock on DST (holds the writer's PID; removed when it ends).
@@ -68,12 +73,19 @@ struct ExpertManifest {
   int numLayers = 0;
   int numExperts = 0;
   uint64_t expertBytes = 0;
+  // Spread containers only (format_version 2): where each root directory is,
+  // relative to DST; roots[0] is "." (DST). Empty for a one-directory container.
+  std::vector<std::string> roots;
   std::vector<ManifestShard> shards;  // sorted by file
   std::vector<ManifestFile> files;    // sorted by file
 
   // Same run identity (everything except shards/files).
   bool sameRun(const ExpertManifest& o) const;
   const ManifestShard* findShard(std::string_view file) const;
+  bool spread() const { return !roots.empty(); }
+  // Where the shard is relative to DST, as the index records it: its file
+  // name in DST, "<root>/<file>" in another root (docs/CONTAINER.md).
+  std::string location(const ManifestShard& s) const;
   // The expert's entry and its shard, or nullptr.
   const ManifestExpert* findExpert(int layer, int id, const ManifestShard** shard = nullptr) const;
 

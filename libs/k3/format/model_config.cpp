@@ -3,6 +3,8 @@
 #include <simdjson.h>
 
 #include <cmath>
+#include <set>
+
 #include "k3/io/error.h"
 #include "k3/io/input_file.h"
 
@@ -68,6 +70,23 @@ void readTokenIds(const object& root, const object& text, ModelConfig& c, const 
   }
 }
 
+// JSON allows a key twice and parsers keep the first or the last: which value
+// k3 would read is then a guess, so a config with a repeated key is refused.
+void refuseDuplicateKeys(element e, const std::string& path, const std::string& where) {
+  object obj;
+  simdjson::dom::array arr;
+  if (e.get_object().get(obj) == simdjson::SUCCESS) {
+    std::set<std::string_view> seen;
+    for (auto field : obj) {
+      const std::string key = where.empty() ? std::string(field.key) : where + "." + std::string(field.key);
+      if (!seen.insert(field.key).second) fail(ErrorKind::Config, path, ": key '", key, "' appears twice");
+      refuseDuplicateKeys(field.value, path, key);
+    }
+  } else if (e.get_array().get(arr) == simdjson::SUCCESS) {
+    for (auto v : arr) refuseDuplicateKeys(v, path, where);
+  }
+}
+
 void check(bool ok, const std::string& path, std::string_view key, const std::string& what) {
   if (!ok) bad(path, key, what);
 }
@@ -125,6 +144,7 @@ ModelConfig ModelConfig::parse(std::string_view json, const std::string& path) {
   object root;
   if (rootEl.get_object().get(root) != simdjson::SUCCESS)
     fail(ErrorKind::Config, path, ": not a JSON object");
+  refuseDuplicateKeys(rootEl, path, "");
   object text = root;
   if (auto tc = lookup(root, "text_config"); tc && tc->is_object()) text = tc->get_object().value_unsafe();
 
@@ -151,6 +171,10 @@ ModelConfig ModelConfig::parse(std::string_view json, const std::string& path) {
   c.situBeta = optionalFloat(text, "activation_situ_beta", 4.0f, path);
   c.situLinearBeta = optionalFloat(text, "activation_situ_linear_beta", 25.0f, path);
   c.rmsNormEps = optionalFloat(text, "rms_norm_eps", 1e-5f, path);
+  if (auto e = lookup(text, "max_position_embeddings")) {
+    c.maxPositionEmbeddings = asInteger(*e, path, "max_position_embeddings");
+    if (c.maxPositionEmbeddings < 1) bad(path, "max_position_embeddings", "must be at least 1");
+  }
 
   auto lac = lookup(text, "linear_attn_config");
   if (!lac || !lac->is_object()) bad(path, "linear_attn_config", "is missing or not an object");

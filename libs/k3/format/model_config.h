@@ -48,6 +48,8 @@ struct ModelConfig {
   int kdaConvKernel = 0;
   float kdaGateLowerBound = -5.0f;
   std::vector<int> kdaLayers;  // 1-based, as in the file
+  // Positions the model was trained for (max_position_embeddings); 0 = not given.
+  int64_t maxPositionEmbeddings = 0;
   // Token ids
   std::optional<int64_t> bosTokenId;
   std::vector<int64_t> eosTokenIds;

@@ -5,6 +5,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "k3/format/spread_layout.h"
 #include "k3/io/error.h"
 #include "k3/io/input_file.h"
 #include "k3/io/json_text.h"
@@ -36,9 +37,22 @@ std::pair<uint64_t, uint64_t> nameFingerprint(std::string_view name) {
 
 namespace {
 
+bool isBasename(std::string_view shard) {
+  return !shard.empty() && shard.find('/') == std::string_view::npos && shard != "." && shard != "..";
+}
+
+bool isShardName(std::string_view shard, SnapshotIndex::ShardNames names) {
+  if (isBasename(shard)) return true;
+  if (names != SnapshotIndex::ShardNames::SpreadLocations) return false;
+  const size_t slash = shard.rfind('/');
+  return slash != std::string_view::npos && isBasename(shard.substr(slash + 1)) &&
+         isSpreadRootPath(shard.substr(0, slash));
+}
+
 // On-demand parsing: memory is the text itself, not a DOM of ~500k entries.
 void scanPadded(const simdjson::padded_string& text, const std::string& path,
-                const SnapshotIndex::EntryFn& entry, std::optional<uint64_t>* totalSize) {
+                const SnapshotIndex::EntryFn& entry, std::optional<uint64_t>* totalSize,
+                SnapshotIndex::ShardNames names) {
   namespace od = simdjson::ondemand;
   auto bad = [&](simdjson::error_code err) {
     fail(ErrorKind::Format, path, ": not valid JSON (", simdjson::error_message(err), ")");
@@ -67,7 +81,7 @@ void scanPadded(const simdjson::padded_string& text, const std::string& path,
         // Keys are unescaped into the parser's buffer, so `name` outlives the value read.
         if (e.value().get_string().get(shard))
           fail(ErrorKind::Format, path, ": weight_map entry '", name, "' is not a string");
-        if (shard.empty() || shard.find('/') != std::string_view::npos || shard == "." || shard == "..")
+        if (!isShardName(shard, names))
           fail(ErrorKind::Format, path, ": weight_map entry '", name, "' names an invalid shard '",
                shard, "'");
         entry(name, shard);
@@ -98,23 +112,23 @@ void scanPadded(const simdjson::padded_string& text, const std::string& path,
 }  // namespace
 
 void SnapshotIndex::scan(std::string_view json, const std::string& path, const EntryFn& entry,
-                         std::optional<uint64_t>* totalSize) {
-  scanPadded(simdjson::padded_string(json), path, entry, totalSize);
+                         std::optional<uint64_t>* totalSize, ShardNames names) {
+  scanPadded(simdjson::padded_string(json), path, entry, totalSize, names);
 }
 
 void SnapshotIndex::scanFile(const std::string& path, const EntryFn& entry,
-                             std::optional<uint64_t>* totalSize) {
+                             std::optional<uint64_t>* totalSize, ShardNames names) {
   const InputFile f = openInputFile(path, kIndexInput, true);
   simdjson::padded_string text(static_cast<size_t>(f.size));  // read in place: no second copy
   readInputInto(f, text.data());
-  scanPadded(text, path, entry, totalSize);
+  scanPadded(text, path, entry, totalSize, names);
 }
 
-SnapshotIndex SnapshotIndex::parse(std::string_view json, const std::string& path) {
+SnapshotIndex SnapshotIndex::parse(std::string_view json, const std::string& path, ShardNames names) {
   SnapshotIndex idx;
   scan(json, path, [&](std::string_view name, std::string_view shard) {
     idx.weightMap.emplace_back(std::string(name), std::string(shard));
-  }, &idx.totalSize);
+  }, &idx.totalSize, names);
   std::unordered_set<std::string_view> seen;
   seen.reserve(idx.weightMap.size());
   for (const auto& [name, shard] : idx.weightMap)
@@ -123,7 +137,9 @@ SnapshotIndex SnapshotIndex::parse(std::string_view json, const std::string& pat
   return idx;
 }
 
-SnapshotIndex SnapshotIndex::load(const std::string& path) { return parse(readInputFile(path, kIndexInput), path); }
+SnapshotIndex SnapshotIndex::load(const std::string& path, ShardNames names) {
+  return parse(readInputFile(path, kIndexInput), path, names);
+}
 
 void SnapshotIndex::Text::begin(uint64_t totalSize) {
   out = "{\"metadata\": {\"total_size\": ";

@@ -21,6 +21,11 @@ namespace k3 {
 std::pair<uint64_t, uint64_t> nameFingerprint(std::string_view name);
 
 struct SnapshotIndex {
+  // What a weight_map value may be: a shard basename (a snapshot, a plain
+  // container), or also "<root>/<basename>" with a relative root (a container
+  // spread over several directories, spread_layout.h).
+  enum class ShardNames { Basenames, SpreadLocations };
+
   std::optional<uint64_t> totalSize;
   std::vector<std::pair<std::string, std::string>> weightMap;  // in file order
 
@@ -31,17 +36,18 @@ struct SnapshotIndex {
 
   // Throws Format naming `path` (not an object, weight_map missing or not a
   // string map, total_size not an integer, duplicate names -> Duplicate).
-  static SnapshotIndex parse(std::string_view json, const std::string& path);
-  static SnapshotIndex load(const std::string& path);
+  static SnapshotIndex parse(std::string_view json, const std::string& path,
+                             ShardNames names = ShardNames::Basenames);
+  static SnapshotIndex load(const std::string& path, ShardNames names = ShardNames::Basenames);
 
   // Streams the weight_map entries in file order without building the map
   // (K3's index has ~500k names): the same checks as parse() except
   // duplicate names, which the caller detects. Views are valid during the call.
   using EntryFn = std::function<void(std::string_view name, std::string_view shard)>;
   static void scan(std::string_view json, const std::string& path, const EntryFn& entry,
-                   std::optional<uint64_t>* totalSize = nullptr);
+                   std::optional<uint64_t>* totalSize = nullptr, ShardNames names = ShardNames::Basenames);
   static void scanFile(const std::string& path, const EntryFn& entry,
-                       std::optional<uint64_t>* totalSize = nullptr);
+                       std::optional<uint64_t>* totalSize = nullptr, ShardNames names = ShardNames::Basenames);
 
   std::string toJson() const;  // spec §5.7 text
 

@@ -31,6 +31,8 @@ inline constexpr InputCap kTokenizerConfigInput{"tokenizer config", uint64_t{64}
 inline constexpr InputCap kIdListInput{"id list", uint64_t{256} << 20};            // 10M ids is ~80 MB of text
 inline constexpr InputCap kTextInput{"text", uint64_t{256} << 20};                 // --perplexity / bench text
 inline constexpr InputCap kChatLineInput{"chat line", uint64_t{1} << 20};          // one interactive stdin line
+inline constexpr InputCap kSecretInput{"API key file", uint64_t{64} << 10};         // a bearer token: ~100 bytes
+inline constexpr InputCap kChatRequestInput{"chat request", uint64_t{64} << 20};    // k3-tokgen chat -f / --tools
 // Shards are read by the ranges their header declares, never whole: no cap.
 inline constexpr InputCap kShardInput{"shard", UINT64_MAX};
 // A file only hashed in blocks (k3-verify's copied files): no cap either.

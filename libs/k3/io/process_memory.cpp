@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include <unistd.h>
+
 namespace k3 {
 
 namespace {
@@ -24,5 +26,10 @@ uint64_t statusKb(const char* key) {
 
 uint64_t peakRssBytes() { return statusKb("VmHWM:") * 1024; }
 uint64_t currentRssBytes() { return statusKb("VmRSS:") * 1024; }
+
+uint64_t physicalMemoryBytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : UINT64_MAX;
+}
 
 }  // namespace k3

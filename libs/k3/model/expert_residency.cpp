@@ -1,6 +1,7 @@
 #include "k3/model/expert_residency.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -66,6 +67,7 @@ ExpertResidency::ExpertResidency(const ModelWeights& w, uint64_t budgetBytes, Re
   for (size_t s = slots; s-- > 0;) freeSlots_.push_back(static_cast<int32_t>(s));
   slotOf_.assign(keys, -1);
   everRead_.assign(keys, 0);
+  std::vector<dev_t> devices;  // the file systems the shards are on, in first-seen order
   for (const auto& s : w.shards()) {
     const int fd = ::open(s.path().c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -76,11 +78,21 @@ ExpertResidency::ExpertResidency(const ModelWeights& w, uint64_t budgetBytes, Re
     fds_.push_back(fd);
     // tmpfs and some others refuse O_DIRECT: those shards read through the page cache.
     directFds_.push_back(opts_.direct ? ::open(s.path().c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT) : -1);
+    struct stat st {};
+    const dev_t dev = ::fstat(fd, &st) == 0 ? st.st_dev : 0;
+    auto it = std::find(devices.begin(), devices.end(), dev);
+    queueOf_.push_back(static_cast<size_t>(it - devices.begin()));
+    if (it == devices.end()) devices.push_back(dev);
   }
   directRefused_.assign(fds_.size(), 0);
   dropCachedExperts();
+  loadQueues_.resize(devices.size());
+  queuedTo_.assign(devices.size(), 0);
+  for (size_t q = 0; q < devices.size(); ++q) loadCvs_.emplace_back();
+  stats_.readQueues = devices.size();
   const size_t loaders = std::max<size_t>(1, opts_.loaders);
-  for (size_t i = 0; i < loaders; ++i) loaders_.emplace_back([this] { loaderLoop(); });
+  for (size_t q = 0; q < devices.size(); ++q)
+    for (size_t i = 0; i < loaders; ++i) loaders_.emplace_back([this, q] { loaderLoop(q); });
 }
 
 ExpertResidency::~ExpertResidency() {
@@ -88,7 +100,7 @@ ExpertResidency::~ExpertResidency() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
-  loadCv_.notify_all();
+  for (auto& cv : loadCvs_) cv.notify_all();
   for (auto& t : loaders_) t.join();
   closeFiles();
 }
@@ -166,7 +178,31 @@ void ExpertResidency::willUse(int layer, const int* ids, size_t n) {
     unlinkLocked(s);
     if (sl.state != SlotState::Loading) readyQueue_.push_back(s);  // a loading one queues itself when done
   }
-  if (bounded()) scheduleLocked();
+  if (bounded()) {
+    interleavePendingLocked();
+    scheduleLocked();
+  }
+}
+
+void ExpertResidency::interleavePendingLocked() {
+  // A spread container holds each layer's experts as one id range per drive:
+  // in id order, a budget of fewer slots than the list would read the first
+  // drive's range before the second's. Round-robin over the queues instead,
+  // each in id order, so every drive has reads from the start.
+  if (loadQueues_.size() < 2 || pending_.size() < 2) return;
+  std::vector<std::vector<size_t>>& byQueue = pendingByQueue_;  // kept: no allocation per token
+  byQueue.resize(loadQueues_.size());
+  for (auto& q : byQueue) q.clear();
+  for (size_t i : pending_) byQueue[queueOf_[expert(list_[i]).shard]].push_back(i);
+  pending_.clear();
+  for (size_t at = 0, added = 1; added; ++at) {
+    added = 0;
+    for (const auto& q : byQueue)
+      if (at < q.size()) {
+        pending_.push_back(q[at]);
+        ++added;
+      }
+  }
 }
 
 ExpertLease ExpertResidency::next() {
@@ -274,7 +310,8 @@ void ExpertResidency::refreshLocked(int32_t s) {
 }
 
 void ExpertResidency::scheduleLocked() {
-  bool queued = false;
+  std::vector<uint8_t>& queued = queuedTo_;  // sized once: no allocation under the lock
+  std::fill(queued.begin(), queued.end(), 0);
   while (pendingFrom_ < pending_.size()) {
     int32_t s;
     if (!freeSlots_.empty()) {
@@ -310,19 +347,22 @@ void ExpertResidency::scheduleLocked() {
     sl.view.w2 = rebase(e.w2);
     sl.view.w3 = rebase(e.w3);
     slotOf_[k] = s;
-    loadQueue_.push_back(s);
-    queued = true;
+    const size_t q = queueOf_[e.shard];
+    loadQueues_[q].push_back(s);
+    queued[q] = 1;
   }
-  if (queued) loadCv_.notify_all();
+  for (size_t q = 0; q < queued.size(); ++q)
+    if (queued[q]) loadCvs_[q].notify_all();
 }
 
-void ExpertResidency::loaderLoop() {
+void ExpertResidency::loaderLoop(size_t queue) {
   std::unique_lock<std::mutex> lock(mu_);
+  std::deque<int32_t>& todo = loadQueues_[queue];
   for (;;) {
-    loadCv_.wait(lock, [&] { return stop_ || !loadQueue_.empty(); });
+    loadCvs_[queue].wait(lock, [&] { return stop_ || !todo.empty(); });
     if (stop_) return;
-    const int32_t s = loadQueue_.front();
-    loadQueue_.pop_front();
+    const int32_t s = todo.front();
+    todo.pop_front();
     const size_t k = static_cast<size_t>(slots_[static_cast<size_t>(s)].key);
     const uint32_t shard = expert(k).shard;
     const int directFd = directRefused_[shard] ? -1 : directFds_[shard];

@@ -16,6 +16,11 @@
 // shorter pipeline, same results). Each expert of a list is read at most once,
 // so chunked prefill reads each unique expert once per chunk.
 //
+// Loaders: one read queue per file system the shards are on (a container
+// spread over several drives, k3-repack --spread, has one per drive), each
+// with its own `loaders` threads, so every drive keeps its own queue depth
+// and a slow one does not hold up the reads of another.
+//
 // Reads use O_DIRECT when the file system allows it: the expert's byte range
 // widened to 4 KiB boundaries, straight into the aligned slot, bypassing the
 // page cache (which a memory cgroup would charge, and reclaiming it costs
@@ -66,7 +71,7 @@ class ExpertLease {
 };
 
 struct ResidencyOptions {
-  size_t loaders = 8;  // reader threads = reads in flight (bounded only)
+  size_t loaders = 8;  // reader threads = reads in flight, per file system (bounded only)
   bool direct = true;  // try O_DIRECT; false: always pread through the page cache
 };
 
@@ -80,6 +85,7 @@ struct ResidencyStats {
   double waitSeconds = 0;     // wall time with at least one compute thread waiting for a read
   uint64_t residentBytes = 0; // slots holding an expert (bounded) or experts touched (unbounded)
   uint64_t budgetBytes = 0;
+  size_t readQueues = 0;      // bounded: file systems read from, one loader queue each
 };
 
 class ExpertResidency {
@@ -136,10 +142,11 @@ class ExpertResidency {
   const ExpertWeights& expert(size_t key) const;
   void release(int32_t slot);
   // Slot bookkeeping, all under mu_.
+  void interleavePendingLocked();    // pending list items round-robin over the loader queues
   void scheduleLocked();             // pending list items into free or evictable slots
   void refreshLocked(int32_t slot);  // (un)link by evictability; frees a failed slot nobody is owed
   void unlinkLocked(int32_t slot);
-  void loaderLoop();
+  void loaderLoop(size_t queue);
   // Reads expert `key` into `slot`; returns the bytes requested from the file.
   uint64_t readExpert(size_t slot, size_t key, int directFd, bool& refused);
 
@@ -153,11 +160,13 @@ class ExpertResidency {
 
   // Bounded: files, slots and the current list; everything below mu_ is guarded by it.
   std::vector<int> fds_, directFds_;  // per shard; directFds_ -1 where O_DIRECT cannot be opened
+  std::vector<size_t> queueOf_;       // per shard: its file system's loader queue
   std::unique_ptr<uint8_t, void (*)(void*)> pool_{nullptr, nullptr};
   std::vector<std::thread> loaders_;
 
   mutable std::mutex mu_;
-  std::condition_variable loadCv_, readyCv_;
+  std::deque<std::condition_variable> loadCvs_;  // per loader queue
+  std::condition_variable readyCv_;
   bool stop_ = false;
   std::vector<uint8_t> directRefused_;  // per shard: an O_DIRECT read failed with EINVAL
   std::vector<Slot> slots_;
@@ -165,9 +174,11 @@ class ExpertResidency {
   std::vector<uint8_t> everRead_;   // expert key -> read at least once
   std::vector<int32_t> freeSlots_;
   int32_t lruHead_ = -1, lruTail_ = -1;  // evictable slots, least recently used first
-  std::deque<int32_t> loadQueue_;   // slots to read
+  std::vector<std::deque<int32_t>> loadQueues_;  // slots to read, per file system
+  std::vector<uint8_t> queuedTo_;                // scheduleLocked's scratch: queues given a slot
   std::vector<size_t> list_;        // keys of the current list
   std::vector<size_t> pending_;     // list indices not yet given a slot, in order
+  std::vector<std::vector<size_t>> pendingByQueue_;  // interleavePendingLocked's scratch
   size_t pendingFrom_ = 0, handedOut_ = 0;
   std::deque<int32_t> readyQueue_;  // slots ready and owed to the current list
   size_t inFlight_ = 0, waiting_ = 0;

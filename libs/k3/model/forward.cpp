@@ -25,10 +25,10 @@ void ModelState::reset() {
   position = 0;
 }
 
-Forward::Forward(const ModelWeights& w, size_t maxChunk, size_t threads, size_t maxContext)
+Forward::Forward(const ModelWeights& w, size_t maxChunk, size_t threads, size_t maxContext, float expertTopP)
     : w_(w), c_(w.config()), D_(c_.hiddenSize), maxChunk_(maxChunk),
       kda_(c_, maxChunk, threads), mla_(c_, maxChunk, threads, maxContext), dense_(c_, maxChunk),
-      moe_(c_, maxChunk, threads, w.options().int8Activations), prefix_(maxChunk * D_), mixed_(maxChunk * D_), delta_(maxChunk * D_) {
+      moe_(c_, maxChunk, threads, w.options().int8Activations, expertTopP), prefix_(maxChunk * D_), mixed_(maxChunk * D_), delta_(maxChunk * D_) {
   // Snapshots: one per started block, plus room for the head's mix.
   const size_t blocks = static_cast<size_t>(c_.numAttnResBlocks()) + 1;
   for (size_t t = 0; t < maxChunk; ++t) attnRes_.emplace_back(D_, blocks);

@@ -34,7 +34,8 @@ struct ModelState {
 
 class Forward {
  public:
-  Forward(const ModelWeights& w, size_t maxChunk, size_t threads, size_t maxContext);
+  // expertTopP: the MoE layers' expert top-p (1 = off, expert_top_p.h).
+  Forward(const ModelWeights& w, size_t maxChunk, size_t threads, size_t maxContext, float expertTopP = 1.0f);
 
   size_t maxChunk() const { return maxChunk_; }
 

@@ -10,10 +10,15 @@ namespace k3::model {
 GenerateResult generate(Session& session, Sampler& sampler, const GenerateOptions& opts,
                         FunctionRef<void(int32_t)> onToken) {
   if (session.position() == 0) fail(ErrorKind::Usage, "generate: nothing was fed (empty prompt)");
+  // -n is clamped to the room left in the context (and nothing is reserved
+  // for a limit the context cannot reach): every token but the last is fed
+  // back, the stop token too when feedStopToken.
+  const size_t room = session.capacity() - session.position() + (opts.feedStopToken ? 0 : 1);
+  const size_t maxTokens = std::min(opts.maxTokens, room);
   GenerateResult r;
-  r.tokens.reserve(opts.maxTokens);
+  r.tokens.reserve(maxTokens);
   std::chrono::steady_clock::time_point first, last;
-  for (size_t i = 0; i < opts.maxTokens; ++i) {
+  for (size_t i = 0; i < maxTokens; ++i) {
     const int32_t id = sampler.sample(session.lastLogits());
     r.tokens.push_back(id);
     onToken(id);
@@ -26,7 +31,7 @@ GenerateResult generate(Session& session, Sampler& sampler, const GenerateOption
       break;
     }
     // The last token of the limit is not fed: nobody will read its logits.
-    if (i + 1 < opts.maxTokens) session.feed({&id, 1});
+    if (i + 1 < maxTokens) session.feed({&id, 1});
   }
   r.firstToLastSeconds = std::chrono::duration<double>(last - first).count();
   return r;

@@ -1,5 +1,6 @@
 // Autoregressive generation on a Session: sample from the last logits, hand
-// the token to the caller, feed it back, until a stop id or the token limit.
+// the token to the caller, feed it back, until a stop id or the token limit
+// (clamped to the room left in the session's context).
 #pragma once
 
 #include <cstddef>

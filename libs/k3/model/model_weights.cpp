@@ -10,6 +10,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "k3/format/expert_manifest.h"
+#include "k3/format/spread_layout.h"
 #include "k3/format/tensor_inventory.h"
 #include "k3/io/error.h"
 #include "k3/io/input_file.h"
@@ -212,22 +214,57 @@ void refuseIfNotContainer(const std::string& dir) {
        looksHf ? dir : "", looksHf ? " <container-dir>" : "");
 }
 
-// Every shard the index names must be there (a missing shard is named, rather
-// than reported later as a missing tensor).
-void checkIndexedShards(const std::string& dir, const std::vector<std::string>& paths) {
+// The shard basenames (plain) or locations (spread: "<root>/<file>") the index names.
+std::set<std::string> indexedShards(const std::string& dir) {
   const fs::path index = fs::path(dir) / "model.safetensors.index.json";
-  if (!fs::exists(index)) return;
+  std::set<std::string> named;
+  if (!fs::exists(index)) return named;
   const std::string text = readInputFile(index.string(), kIndexInput);
-  // Shard basenames are the only *.safetensors strings in the index.
-  std::set<std::string> present, named;
-  for (const auto& p : paths) present.insert(fs::path(p).filename().string());
+  // Shard names are the only *.safetensors strings in the index.
   for (size_t pos = 0; (pos = text.find(".safetensors\"", pos)) != std::string::npos; ++pos) {
     const size_t q = text.rfind('"', pos);
     named.insert(text.substr(q + 1, pos + 12 - q - 1));
   }
+  return named;
+}
+
+bool namesOtherRoots(const std::set<std::string>& named) {
+  for (const auto& n : named)
+    if (n.find('/') != std::string::npos) return true;
+  return false;
+}
+
+// Every shard the index names must be there (a missing shard is named, rather
+// than reported later as a missing tensor).
+void checkIndexedShards(const std::string& dir, const std::set<std::string>& named,
+                        const std::set<std::string>& present) {
   for (const auto& base : named)
     if (!present.count(base))
-      fail(ErrorKind::Missing, index.string(), ": shard '", base, "' named by the index is missing");
+      fail(ErrorKind::Missing, (fs::path(dir) / "model.safetensors.index.json").string(), ": shard '", base,
+           "' named by the index is missing");
+}
+
+// A spread container: every shard the manifest lists, in its root; the roots
+// are checked (directory, marker) by resolveSpreadRoots.
+std::vector<std::string> spreadShardPaths(const std::string& dir, const std::vector<std::string>& spread,
+                                          std::vector<std::string>& rootDirs, std::set<std::string>& locations) {
+  const std::string manifest = (fs::path(dir) / ExpertManifest::kFileName).string();
+  const ExpertManifest m = ExpertManifest::load(manifest);
+  if (!m.spread() && !spread.empty())
+    fail(ErrorKind::Usage, "--spread: ", dir, " is not spread over several directories");
+  if (!m.spread())  // the index names shards elsewhere, the manifest does not
+    fail(ErrorKind::Format, dir, "/model.safetensors.index.json names shards outside the container, but ", manifest,
+         " is not a spread container's (format_version ", m.formatVersion, ")");
+  rootDirs = resolveSpreadRoots(dir, m, spread);
+  std::vector<std::string> paths;
+  for (const ManifestShard& s : m.shards) {
+    const std::string path = (fs::path(rootDirs[static_cast<size_t>(s.root)]) / s.file).string();
+    if (!fs::exists(path))
+      fail(ErrorKind::Missing, path, ": shard of ", dir, " (spread root ", s.root, ") is missing");
+    paths.push_back(path);
+    locations.insert(m.location(s));
+  }
+  return paths;
 }
 
 }  // namespace
@@ -262,7 +299,17 @@ uint64_t ModelWeights::mappedBytesTotal() const {
   return n;
 }
 
-std::unique_ptr<ModelWeights> ModelWeights::open(const std::string& dir, const WeightOptions& opts) {
+std::vector<FileId> ModelWeights::inputFiles() const {
+  std::vector<FileId> ids;
+  for (const std::string& d : rootDirs_) {
+    std::vector<FileId> more = regularFileIdsIn(d);
+    ids.insert(ids.end(), more.begin(), more.end());
+  }
+  return ids;
+}
+
+std::unique_ptr<ModelWeights> ModelWeights::open(const std::string& dir, const WeightOptions& opts,
+                                                 const std::vector<std::string>& spread) {
   refuseIfNotContainer(dir);
   std::unique_ptr<ModelWeights> m(new ModelWeights());
   m->dir_ = dir;
@@ -270,9 +317,18 @@ std::unique_ptr<ModelWeights> ModelWeights::open(const std::string& dir, const W
   m->cfg_ = ModelConfig::load((fs::path(dir) / "config.json").string());
   const ModelConfig& c = m->cfg_;
 
-  const std::vector<std::string> paths = shardPaths(dir);
+  const std::set<std::string> named = indexedShards(dir);
+  std::vector<std::string> paths;
+  std::set<std::string> present;
+  m->rootDirs_ = {dir};
+  if (!spread.empty() || namesOtherRoots(named)) {
+    paths = spreadShardPaths(dir, spread, m->rootDirs_, present);
+  } else {
+    paths = shardPaths(dir);
+    for (const auto& p : paths) present.insert(fs::path(p).filename().string());
+  }
   if (paths.empty()) fail(ErrorKind::Missing, dir, ": no *.safetensors shards in the container");
-  checkIndexedShards(dir, paths);
+  checkIndexedShards(dir, named, present);
   m->shards_.reserve(paths.size());  // no reallocation: the resolver keeps pointers
   for (const auto& p : paths) m->shards_.push_back(SafetensorsFile::open(p));
 

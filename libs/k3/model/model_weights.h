@@ -80,7 +80,12 @@ class ModelWeights {
   // Opens the container in `dir`. Throws k3::Error (Missing, Format, Config,
   // Unsupported) with one line naming the file and tensor. A Hugging Face
   // snapshot is refused with a message naming the k3-repack command.
-  static std::unique_ptr<ModelWeights> open(const std::string& dir, const WeightOptions& opts = {});
+  // A container spread over several directories (k3-repack --spread) is
+  // followed through its manifest's roots, or `spread` (the other roots'
+  // directories, in order) when the set was moved; a missing, wrong or
+  // swapped directory or a missing shard fails here with one line.
+  static std::unique_ptr<ModelWeights> open(const std::string& dir, const WeightOptions& opts = {},
+                                            const std::vector<std::string>& spread = {});
 
   ModelWeights(const ModelWeights&) = delete;
   ModelWeights& operator=(const ModelWeights&) = delete;
@@ -89,7 +94,7 @@ class ModelWeights {
   const WeightOptions& options() const { return opts_; }
   const std::string& dir() const { return dir_; }
   // Identities of the container's files: what an output must never replace.
-  std::vector<FileId> inputFiles() const { return regularFileIdsIn(dir_); }
+  std::vector<FileId> inputFiles() const;
   const std::vector<SafetensorsFile>& shards() const { return shards_; }
 
   const WeightView& embedding() const { return embed_; }  // [V, D]
@@ -113,6 +118,7 @@ class ModelWeights {
   ModelConfig cfg_;
   WeightOptions opts_;
   std::string dir_;
+  std::vector<std::string> rootDirs_;  // dir_, then a spread container's other roots
   std::vector<SafetensorsFile> shards_;
   WeightView embed_, head_;
   std::vector<float> finalNorm_, outResScorer_;

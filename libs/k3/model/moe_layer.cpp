@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "k3/io/error.h"
+#include "k3/model/expert_top_p.h"
 #include "k3/model/linear.h"
 #include "k3/kernels/ops.h"
 #include "k3/quant/act_q8.h"
@@ -36,15 +37,17 @@ void routeToken(const float* routerLogits, const float* scoreBias, int numExpert
   for (int k = 0; k < topK; ++k) weights[k] /= (sum + 1e-20f);
 }
 
-MoeLayer::MoeLayer(const ModelConfig& c, size_t maxChunk, size_t threads, bool int8Activations)
+MoeLayer::MoeLayer(const ModelConfig& c, size_t maxChunk, size_t threads, bool int8Activations, float expertTopP)
     : D_(c.hiddenSize), E_(c.numExperts), k_(c.numExpertsPerToken), lat_(c.latentSize),
       inter_(c.moeIntermediateSize), ish_(c.sharedIntermediate()), b1_(c.situBeta),
       b2_(c.situLinearBeta), eps_(c.rmsNormEps),
-      q8_(int8Activations && c.latentSize % quant::kQ8Group == 0) {
+      q8_(int8Activations && c.latentSize % quant::kQ8Group == 0), topP_(expertTopP) {
+  checkExpertTopP(expertTopP, "expert top-p");
   router_.resize(maxChunk * E_);
   scores_.resize(maxChunk * E_);
   topW_.resize(maxChunk * k_);
   topIds_.resize(maxChunk * k_);
+  kept_.resize(maxChunk);
   z_.resize(maxChunk * lat_);
   u_.resize(maxChunk * lat_);
   unique_.reserve(E_);
@@ -94,11 +97,17 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
   pool.forEach(n, [&](size_t t) {
     routeToken(&router_[t * E_], w.scoreBias.data(), static_cast<int>(E_), static_cast<int>(k_),
                &topIds_[t * k_], &topW_[t * k_], &scores_[t * E_]);
+    kept_[t] = topP_ < 1.0f ? keepExpertTopP(&topIds_[t * k_], &topW_[t * k_], static_cast<int>(k_), topP_)
+                            : static_cast<int>(k_);
     if (!bounded) kernels::situGlu(&sg_[t * ish_], &su_[t * ish_], ish_, b1_, b2_, &sg_[t * ish_]);
   });
   // The used experts ascending, and slot_[e] = the position of expert e.
   std::fill(slot_.begin(), slot_.end(), -1);
-  for (size_t i = 0; i < n * k_; ++i) slot_[static_cast<size_t>(topIds_[i])] = 0;
+  size_t pairs = 0;
+  for (size_t t = 0; t < n; ++t) {
+    pairs += static_cast<size_t>(kept_[t]);
+    for (size_t j = 0; j < static_cast<size_t>(kept_[t]); ++j) slot_[static_cast<size_t>(topIds_[t * k_ + j])] = 0;
+  }
   unique_.clear();
   for (size_t e = 0; e < E_; ++e)
     if (slot_[e] == 0) {
@@ -106,7 +115,11 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
       unique_.push_back(static_cast<int>(e));
     }
   residency.willUse(layer, unique_.data(), unique_.size());
-  if (times) times->expertBytes += static_cast<double>(unique_.size() * residency.bytesPerExpert());
+  if (times) {
+    times->expertBytes += static_cast<double>(unique_.size() * residency.bytesPerExpert());
+    times->expertPairs += static_cast<double>(pairs);
+    times->moeRows += static_cast<double>(n);
+  }
   clock.lap(Phase::kMoeRouting);
 
   // 4–5. Latent down-projection; gather each expert's tokens; run the experts
@@ -121,11 +134,13 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
   // Pairs grouped by expert (a counting sort on slot_), tokens ascending within one.
   const size_t U = unique_.size();
   std::fill(rowBegin_.begin(), rowBegin_.begin() + static_cast<std::ptrdiff_t>(U + 1), 0);
-  for (size_t i = 0; i < n * k_; ++i) ++rowBegin_[static_cast<size_t>(slot_[static_cast<size_t>(topIds_[i])]) + 1];
+  for (size_t t = 0; t < n; ++t)
+    for (size_t j = 0; j < static_cast<size_t>(kept_[t]); ++j)
+      ++rowBegin_[static_cast<size_t>(slot_[static_cast<size_t>(topIds_[t * k_ + j])]) + 1];
   for (size_t u = 0; u < U; ++u) rowBegin_[u + 1] += rowBegin_[u];
   std::copy_n(rowBegin_.begin(), U, rowCursor_.begin());
   for (size_t t = 0; t < n; ++t)
-    for (size_t j = 0; j < k_; ++j) {
+    for (size_t j = 0; j < static_cast<size_t>(kept_[t]); ++j) {
       const size_t p = rowCursor_[static_cast<size_t>(slot_[static_cast<size_t>(topIds_[t * k_ + j])])]++;
       rowWeight_[p] = topW_[t * k_ + j];
       pairOf_[t * k_ + j] = p;
@@ -138,13 +153,14 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
   const size_t G = lat_ / quant::kQ8Group;
   pool.forEach(n, [&](size_t t) {
     size_t* q = &pairOf_[t * k_];
-    std::sort(q, q + k_);
+    const size_t kt = static_cast<size_t>(kept_[t]);
+    std::sort(q, q + kt);
     if (!q8_) {
-      for (size_t j = 0; j < k_; ++j) std::copy_n(&z_[t * lat_], lat_, &zg_[q[j] * lat_]);
+      for (size_t j = 0; j < kt; ++j) std::copy_n(&z_[t * lat_], lat_, &zg_[q[j] * lat_]);
       return;
     }
     quant::quantizeActivationsQ8_32(&z_[t * lat_], lat_, &zq_[q[0] * lat_], &zs_[q[0] * G]);
-    for (size_t j = 1; j < k_; ++j) {
+    for (size_t j = 1; j < kt; ++j) {
       std::copy_n(&zq_[q[0] * lat_], lat_, &zq_[q[j] * lat_]);
       std::copy_n(&zs_[q[0] * G], G, &zs_[q[j] * G]);
     }
@@ -190,7 +206,7 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
   pool.forEach(n, [&](size_t t) {
     float* u = &u_[t * lat_];
     std::fill(u, u + lat_, 0.0f);
-    for (size_t j = 0; j < k_; ++j) {
+    for (size_t j = 0; j < static_cast<size_t>(kept_[t]); ++j) {
       const size_t p = pairOf_[t * k_ + j];
       kernels::axpy(rowWeight_[p], &y2_[p * lat_], u, lat_);
     }

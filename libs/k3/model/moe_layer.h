@@ -10,6 +10,10 @@
 // token then adds its expert outputs in ascending expert id, whatever the
 // chunk size or thread count, which keeps chunked prefill bit-identical to
 // token-at-a-time.
+//
+// With expert top-p (expertTopP < 1, expert_top_p.h) a token keeps only the
+// first kept_[t] of its k routed experts; every loop below then runs over
+// those, and with P = 1 over all k exactly as without it.
 #pragma once
 
 #include <cstddef>
@@ -33,7 +37,8 @@ class MoeLayer {
   // int8Activations: the routed experts take int8 activations (WeightOptions);
   // each token's latent row is then quantised once, not once per expert and
   // matrix. threads: at least the size of the pools forward() is given.
-  MoeLayer(const ModelConfig& c, size_t maxChunk, size_t threads, bool int8Activations);
+  // expertTopP: in (0, 1]; 1 keeps every routed expert (spec §6.6 as is).
+  MoeLayer(const ModelConfig& c, size_t maxChunk, size_t threads, bool int8Activations, float expertTopP = 1.0f);
 
   // x: [n × D] normed inputs, out: [n × D]. Experts are reached through
   // `residency`. Adds its phases' time to `times` unless null.
@@ -47,8 +52,10 @@ class MoeLayer {
   size_t D_, E_, k_, lat_, inter_, ish_;
   float b1_, b2_, eps_;
   bool q8_;  // experts' w1/w3 read zq_/zs_ rows instead of zg_
+  float topP_;
   std::vector<float> router_, scores_, topW_, z_, u_;
-  std::vector<int> topIds_;
+  std::vector<int> topIds_;                  // [n × k]: token t's experts; the first kept_[t] are used
+  std::vector<int> kept_;                    // [n]: experts token t keeps (k unless expert top-p)
   std::vector<int> unique_;                  // experts used by the chunk, ascending
   std::vector<int> slot_;                    // [E]: position in unique_, or -1
   std::vector<int> order_;                   // positions in unique_, in the order threads take them

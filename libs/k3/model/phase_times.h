@@ -32,6 +32,10 @@ struct PhaseTimes {
   // unique experts once per MoE layer. Over that phase's seconds, the rate
   // the experts' weights streamed at, to set against the memory bandwidth.
   double expertBytes = 0;
+  // Token-expert pairs the routed experts ran, over the token rows the MoE
+  // layers took (one per token and MoE layer): the mean experts kept, top-k
+  // unless expert top-p dropped some.
+  double expertPairs = 0, moeRows = 0;
   double& operator[](Phase p) { return seconds[static_cast<size_t>(p)]; }
   double operator[](Phase p) const { return seconds[static_cast<size_t>(p)]; }
   double total() const;

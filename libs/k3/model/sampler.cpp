@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "k3/io/error.h"
+
 namespace k3::model {
 
 namespace {
@@ -14,6 +16,16 @@ uint64_t splitmix64(uint64_t& x) {
 }
 uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 }  // namespace
+
+void checkSamplerOptions(const SamplerOptions& o) {
+  // !(x >= lo && x <= hi) is also true for NaN.
+  if (!(o.temperature >= 0.0f && o.temperature <= kMaxTemperature))
+    fail(ErrorKind::Usage, "--temp ", o.temperature, ": must be a number in [0, ", kMaxTemperature, "] (0 = greedy)");
+  if (!(o.topP >= 0.0f && o.topP <= 1.0f))
+    fail(ErrorKind::Usage, "--top-p ", o.topP, ": must be a number in [0, 1] (1 = all)");
+  if (o.topK < 0 || o.topK > kMaxTopK)
+    fail(ErrorKind::Usage, "--top-k ", o.topK, ": must be in [0, ", kMaxTopK, "] (0 = all)");
+}
 
 Rng::Rng(uint64_t seed) {
   for (auto& s : s_) s = splitmix64(seed);

@@ -19,6 +19,13 @@ struct SamplerOptions {
   uint64_t seed = 0;
 };
 
+// Bounds for the command line's --temp / --top-p / --top-k (the API has its
+// own, in serve/generation_request): NaN and infinities are refused too.
+inline constexpr float kMaxTemperature = 100.0f;
+inline constexpr int kMaxTopK = 1 << 24;
+// Throws Usage naming the flag and the value when an option is outside them.
+void checkSamplerOptions(const SamplerOptions& opts);
+
 class Rng {
  public:
   explicit Rng(uint64_t seed);

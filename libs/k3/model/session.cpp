@@ -14,11 +14,23 @@ size_t poolSize(size_t t) { return t ? t : std::max<size_t>(1, std::thread::hard
 
 Session::Session(const ModelWeights& w, const SessionOptions& opts)
     : w_(w), opts_(opts), pool_(poolSize(opts.threads)),
-      forward_(w, std::max<size_t>(1, opts.chunk), poolSize(opts.threads), opts.maxContext),
+      forward_(w, std::max<size_t>(1, opts.chunk), poolSize(opts.threads), opts.maxContext, opts.expertTopP),
       state_(w.config(), opts.maxContext),
       residency_(std::make_unique<ExpertResidency>(w, opts.expertBudget)),
       last_(static_cast<size_t>(w.config().vocabSize)) {
   history_.reserve(opts.maxContext);
+}
+
+double Session::expertsKeptPerTokenLayer() const {
+  const double rows = stats_.prefillPhases.moeRows + stats_.decodePhases.moeRows;
+  return rows > 0 ? (stats_.prefillPhases.expertPairs + stats_.decodePhases.expertPairs) / rows : 0.0;
+}
+
+double Session::expertBytesPerToken() const {
+  const ModelConfig& c = w_.config();
+  int moeLayers = 0;
+  for (int l = 0; l < c.numLayers; ++l) moeLayers += c.isMoeLayer(l) ? 1 : 0;
+  return expertsKeptPerTokenLayer() * moeLayers * static_cast<double>(w_.bytesPerExpert());
 }
 
 void Session::reset() {

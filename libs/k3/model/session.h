@@ -28,6 +28,8 @@ struct SessionOptions {
   size_t chunk = 128;
   size_t maxContext = 4096;    // MLA cache capacity (positions)
   uint64_t expertBudget = 0;   // bytes of routed experts kept resident; 0 = no bound
+  // Expert top-p (expert_top_p.h): in (0, 1]; 1 = every routed expert (off).
+  float expertTopP = 1.0f;
 };
 
 struct SessionStats {
@@ -58,6 +60,7 @@ class Session {
   const ModelConfig& config() const { return w_.config(); }
   size_t vocabSize() const { return static_cast<size_t>(w_.config().vocabSize); }
   size_t chunk() const { return forward_.maxChunk(); }
+  size_t capacity() const { return opts_.maxContext; }  // positions the state can hold (--ctx)
 
   // Forgets everything: KDA state, conv windows, MLA cache, token history.
   void reset();
@@ -82,6 +85,12 @@ class Session {
   void restore(const StateSnapshot& snap);
 
   const SessionStats& stats() const { return stats_; }
+  // Prefill and decode together: routed experts run per token and MoE layer
+  // (top-k unless expert top-p dropped some; 0 before any), and the routed
+  // expert bytes that many experts per MoE layer hold — what one decode step
+  // reads (a prefill chunk shares experts between its tokens).
+  double expertsKeptPerTokenLayer() const;
+  double expertBytesPerToken() const;
   const ExpertResidency& residency() const { return *residency_; }
 
  private:

@@ -97,6 +97,7 @@ void Engine::work() {
       stats_.decodeSeconds += job->decodeSeconds;
       if (job->finishReason == "cancelled") stats_.cancelled += 1;
       stats_.residency = session_.residency().stats();
+      stats_.expertsKeptPerTokenLayer = session_.expertsKeptPerTokenLayer();
       stats_.cache = cache_.stats();
     }
     {

@@ -29,6 +29,7 @@ struct EngineOptions {
 struct EngineStats {
   uint64_t promptTokens = 0, cachedTokens = 0, generatedTokens = 0, jobs = 0, cancelled = 0;
   double prefillSeconds = 0, decodeSeconds = 0;
+  double expertsKeptPerTokenLayer = 0;  // top-k unless --expert-top-p drops some
   model::ResidencyStats residency;
   StateCacheStats cache;
 };

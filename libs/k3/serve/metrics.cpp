@@ -40,6 +40,9 @@ std::string prometheusText(const RequestCounters& requests, const EngineStats& e
   metric(o, "k3_expert_reads_total", "counter", "Routed-expert reads from disk (--expert-gb).", static_cast<double>(e.residency.reads));
   metric(o, "k3_expert_read_bytes_total", "counter", "Routed-expert bytes read from disk.", static_cast<double>(e.residency.diskBytes));
   metric(o, "k3_expert_wait_seconds_total", "counter", "Seconds compute waited for expert reads.", e.residency.waitSeconds);
+  metric(o, "k3_experts_kept_per_token_layer", "gauge",
+         "Routed experts run per token and MoE layer (top-k unless --expert-top-p drops some).",
+         e.expertsKeptPerTokenLayer);
   metric(o, "k3_expert_resident_bytes", "gauge", "Routed-expert bytes resident.", static_cast<double>(e.residency.residentBytes));
   metric(o, "k3_state_cache_entries", "gauge", "Checkpoints held by the state cache.", static_cast<double>(e.cache.entries));
   metric(o, "k3_state_cache_bytes", "gauge", "Bytes held by the state cache.", static_cast<double>(e.cache.bytes));

@@ -45,10 +45,17 @@ AddedTokens AddedTokens::fromConfigText(std::string_view text, size_t numBase, c
     }
     if (id < numBase)
       fail(ErrorKind::Format, origin, ": added token id ", id, " collides with tiktoken rank (num_base ", numBase, ")");
-    if (id >= numBase + kNumAddedTokens) continue;
     std::string_view content;
     if (value["content"].get_string().get(content) || content.empty())
       fail(ErrorKind::Format, origin, ": added token ", id, " has no string content");
+    if (id >= numBase + kNumAddedTokens) {
+      // Older Kimi copies name two ids past the 256 "<|reserved_token_ID|>":
+      // harmless placeholders, skipped. Anything else there would be a token
+      // the model cannot produce or read, dropped without a word.
+      if (content == cat("<|reserved_token_", id, "|>")) continue;
+      fail(ErrorKind::Format, origin, ": added token ", id, " '", content, "' is past the vocabulary (ids ", numBase,
+           "..", numBase + kNumAddedTokens - 1, ")");
+    }
     bool special = true;
     auto sp = value["special"];
     if (sp.error() != simdjson::NO_SUCH_FIELD && sp.get_bool().get(special))

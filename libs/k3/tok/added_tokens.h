@@ -27,8 +27,9 @@ class AddedTokens {
   // All 256 ids reserved (the rule used when tokenizer_config.json is absent).
   static AddedTokens reserved(size_t numBase);
   // Reads `added_tokens_decoder` from a tokenizer_config.json. Entries below
-  // num_base are an error; entries at or above num_base+256 are ignored (some
-  // Kimi configs list 258). Duplicate contents are an error.
+  // num_base are an error; at or above num_base+256 only a bare
+  // "<|reserved_token_ID|>" is allowed, and skipped (some older Kimi configs
+  // list 258), anything else is an error. Duplicate contents are an error.
   static AddedTokens fromConfig(const std::string& configPath, size_t numBase);
   static AddedTokens fromConfigText(std::string_view json, size_t numBase, const std::string& origin);
 

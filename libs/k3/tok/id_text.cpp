@@ -17,27 +17,6 @@ std::string formatIds(const std::vector<uint32_t>& ids, bool json) {
   return out;
 }
 
-std::vector<uint32_t> parseIds(std::string_view text) {
-  std::vector<uint32_t> ids;
-  size_t i = 0;
-  while (i < text.size()) {
-    char c = text[i];
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',' || c == '[' || c == ']') {
-      ++i;
-      continue;
-    }
-    if (c < '0' || c > '9') fail(ErrorKind::Usage, "token ids: unexpected character '", c, "' at offset ", i);
-    uint64_t v = 0;
-    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
-      v = v * 10 + uint64_t(text[i] - '0');
-      if (v > UINT32_MAX) fail(ErrorKind::Usage, "token ids: id too large at offset ", i);
-      ++i;
-    }
-    ids.push_back(static_cast<uint32_t>(v));
-  }
-  return ids;
-}
-
 std::string toValidUtf8(std::string_view s) {
   // Unicode "maximal subpart" replacement (as Rust's from_utf8_lossy): each
   // maximal prefix of a valid sequence that is cut short becomes one U+FFFD.

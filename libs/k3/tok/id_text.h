@@ -1,5 +1,5 @@
-// Token ids as text, for the encode/decode command line: lists of ids in and
-// out, and decoded bytes as JSON.
+// Token ids as text, for the encode/decode command line: lists of ids out
+// (in: id_list_input.h), and decoded bytes as JSON.
 #pragma once
 
 #include <cstdint>
@@ -11,9 +11,6 @@ namespace k3::tok {
 
 // "1 2 3" or "[1,2,3]" (json=true).
 std::string formatIds(const std::vector<uint32_t>& ids, bool json);
-// Accepts ids separated by whitespace, commas and brackets; throws
-// k3::Error(Usage) on anything else.
-std::vector<uint32_t> parseIds(std::string_view text);
 // {"text": "..."}; bytes that are not valid UTF-8 become U+FFFD.
 std::string decodeJson(std::string_view bytes);
 // Replaces each maximal invalid UTF-8 subsequence with U+FFFD.

@@ -12,6 +12,7 @@
 
 #include "k3/format/expert_manifest.h"
 #include "k3/format/safetensors_file.h"
+#include "k3/format/spread_layout.h"
 #include "k3/format/tensor_inventory.h"
 #include "k3/io/error.h"
 #include "k3/io/file_io.h"
@@ -82,7 +83,10 @@ struct Located {
 
 class Checker {
  public:
-  Checker(const std::string& dir, VerifyReport& report) : report_(report) { facts_.dir = dir; }
+  Checker(const std::string& dir, const std::vector<std::string>& spread, VerifyReport& report)
+      : report_(report), spread_(spread) {
+    facts_.dir = dir;
+  }
 
   ContainerFacts run() {
     openShards();
@@ -106,26 +110,56 @@ class Checker {
     report_.add(k, shard, tensor, what, layer, expert);
   }
 
+  // The directories shards live in: DST, and for a spread container
+  // (k3-repack --spread) its other roots, each with its location prefix. A
+  // missing, wrong or swapped root stops the run here, naming it.
+  std::vector<std::pair<std::string, std::string>> shardDirs() const {
+    std::vector<std::pair<std::string, std::string>> dirs{{facts_.dir, "."}};
+    ExpertManifest m;
+    try {
+      m = ExpertManifest::load((fs::path(facts_.dir) / ExpertManifest::kFileName).string());
+    } catch (const Error&) {
+      if (!spread_.empty()) throw;  // --spread needs the manifest's roots
+      return dirs;                  // reported by loadConfigAndManifest
+    }
+    if (!m.spread()) {
+      if (!spread_.empty())
+        fail(ErrorKind::Usage, "--spread: ", facts_.dir, " is not spread over several directories");
+      return dirs;
+    }
+    const std::vector<std::string> roots = resolveSpreadRoots(facts_.dir, m, spread_);
+    for (size_t k = 1; k < roots.size(); ++k) dirs.emplace_back(roots[k], m.roots[k]);
+    return dirs;
+  }
+
   void openShards() {
     std::error_code ec;
     if (!fs::is_directory(facts_.dir, ec))
       fail(ErrorKind::Io, facts_.dir, ": not a readable directory");
-    std::vector<std::string> names;
-    for (const auto& entry : fs::directory_iterator(facts_.dir, ec)) {
-      const std::string name = entry.path().filename().string();
-      if (endsWith(name, ".safetensors")) names.push_back(name);
-      else if (name.find(".tmp") != std::string::npos)
-        problem(ProblemKind::Unexpected, name, "", "leftover temporary file (interrupted run?)");
-      else if (!isContainerBookkeeping(name))
-        otherFiles_.push_back(name);  // judged once the manifest's file list is known
+    std::vector<std::pair<std::string, std::string>> names;  // (location, path)
+    const auto dirs = shardDirs();
+    for (size_t k = 0; k < dirs.size(); ++k) {
+      const auto& [dir, root] = dirs[k];
+      for (const auto& entry : fs::directory_iterator(dir, ec)) {
+        const std::string name = entry.path().filename().string();
+        const std::string where = spreadLocation(root, name);
+        if (endsWith(name, ".safetensors")) names.emplace_back(where, entry.path().string());
+        else if (name.find(".tmp") != std::string::npos)
+          problem(ProblemKind::Unexpected, where, "", "leftover temporary file (interrupted run?)");
+        else if (k == 0 && !isContainerBookkeeping(name))
+          otherFiles_.push_back(name);  // judged once the manifest's file list is known
+        else if (k > 0 && name != SpreadMarker::kFileName)
+          problem(ProblemKind::Unexpected, "", "",
+                  cat("file ", where, " is in spread root ", dir, " but is not a shard of the container"));
+      }
+      if (ec) failErrno(ec.value(), dir, "cannot list directory");
     }
-    if (ec) failErrno(ec.value(), facts_.dir, "cannot list directory");
     std::sort(names.begin(), names.end());
     if (names.empty()) problem(ProblemKind::Missing, "", "", "no *.safetensors shard in " + facts_.dir);
-    for (const auto& name : names) {
+    for (const auto& [name, path] : names) {
       ShardFacts s;
       s.file = name;
-      s.path = (fs::path(facts_.dir) / name).string();
+      s.path = path;
       std::error_code sec;
       s.regular = fs::is_regular_file(s.path, sec);
       s.size = s.regular ? fs::file_size(s.path, sec) : 0;
@@ -541,6 +575,7 @@ class Checker {
   }
 
   VerifyReport& report_;
+  const std::vector<std::string> spread_;  // --spread: where the other roots are now
   ContainerFacts facts_;
   std::vector<std::string> otherFiles_;  // directory entries that are not shards
   std::unordered_map<std::string, Located> where_;
@@ -561,8 +596,8 @@ QuantForm quantFormFor(int bits, uint64_t inputs) {
   return QuantForm::Int8;
 }
 
-ContainerFacts checkContainer(const std::string& dir, VerifyReport& report) {
-  Checker checker(dir, report);
+ContainerFacts checkContainer(const std::string& dir, VerifyReport& report, const std::vector<std::string>& spread) {
+  Checker checker(dir, spread, report);
   ContainerFacts facts = checker.run();
   uint64_t tensors = 0;
   for (const auto& s : facts.shards) tensors += s.header.tensors.size();

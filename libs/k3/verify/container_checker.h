@@ -18,7 +18,7 @@
 namespace k3::verify {
 
 struct ShardFacts {
-  std::string file;  // basename
+  std::string file;  // basename; "<root>/<basename>" in another root of a spread container
   std::string path;
   uint64_t size = 0;
   bool regular = false;  // a regular file (after symlinks): a FIFO or device is reported, never read
@@ -36,8 +36,11 @@ struct ContainerFacts {
 };
 
 // Runs every fast check, appending problems to `report`. Throws k3::Error
-// only when it cannot run at all (DST is not a readable directory).
-ContainerFacts checkContainer(const std::string& dir, VerifyReport& report);
+// only when it cannot run at all (DST is not a readable directory, a root of
+// a spread container is missing or is not this container's). `spread`: the
+// other roots' directories when they moved (k3-verify --spread).
+ContainerFacts checkContainer(const std::string& dir, VerifyReport& report,
+                              const std::vector<std::string>& spread = {});
 
 // Expected stored form of a quantized-class tensor [O, I] at `bits` (spec §5.2):
 // BF16 kept (bits >= 16), int4-g64 (bits <= 4, I % 64 == 0) or int8 per-row.

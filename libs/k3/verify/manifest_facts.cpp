@@ -17,17 +17,18 @@ ManifestFacts loadManifestFacts(const std::string& path) {
   f.numLayers = m.numLayers;
   f.numExperts = m.numExperts;
   for (const auto& s : m.shards) {
-    f.shards.push_back({s.file, s.size, s.sha256, s.dataOffset, s.tensors, s.source.file, s.source.size,
+    const std::string where = m.location(s);  // as the checker names the shard
+    f.shards.push_back({where, s.size, s.sha256, s.dataOffset, s.tensors, s.source.file, s.source.size,
                         s.source.headerSha256});
     for (const auto& e : s.experts)
-      f.experts.push_back({e.layer, e.id, s.file, e.offset, e.offset + e.length, e.sha256});
+      f.experts.push_back({e.layer, e.id, where, e.offset, e.offset + e.length, e.sha256});
   }
   for (const auto& x : m.files) f.files.push_back({x.file, x.size, x.sha256});
   return f;
 }
 
 IndexFacts loadIndexFacts(const std::string& path) {
-  SnapshotIndex index = SnapshotIndex::load(path);
+  SnapshotIndex index = SnapshotIndex::load(path, SnapshotIndex::ShardNames::SpreadLocations);
   IndexFacts f;
   f.weightMap = std::move(index.weightMap);
   f.totalSize = index.totalSize;

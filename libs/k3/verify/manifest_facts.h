@@ -11,7 +11,7 @@
 namespace k3::verify {
 
 struct ManifestShardFact {
-  std::string file;    // shard basename
+  std::string file;    // shard basename (spread: "<root>/<basename>", ExpertManifest::location)
   uint64_t size = 0;   // whole file, bytes
   std::string sha256;  // lowercase hex of the whole file
   uint64_t dataOffset = 0;  // 8 + N

@@ -14,7 +14,7 @@ VerifyReport verifyContainer(const std::string& dst, const VerifyOptions& opts) 
   VerifyReport report;
   report.summary().mode = opts.full ? "full" : "fast";
   if (!opts.source.empty()) report.summary().mode += "+source";
-  ContainerFacts facts = checkContainer(dst, report);
+  ContainerFacts facts = checkContainer(dst, report, opts.spread);
 
   HashOptions hopts;
   hopts.threads = opts.threads;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "k3/verify/hash_pass.h"
 #include "k3/verify/verify_report.h"
@@ -15,6 +16,7 @@ namespace k3::verify {
 struct VerifyOptions {
   bool full = false;           // SHA-256 of every shard and expert
   std::string source;          // non-empty: also hash the source's experts
+  std::vector<std::string> spread;  // a spread container's other roots, where they are now (else as recorded)
   size_t threads = 0;          // 0 = all cores
   size_t blockBytes = size_t{4} << 20;
   IoMode io = IoMode::Auto;    // how --full reads the shards

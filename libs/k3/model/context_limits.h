@@ -1,0 +1,35 @@
+// ContextLimits: what --ctx and --chunk may be for a model on this machine,
+// checked where the options are parsed, before anything is allocated. The
+// context is bounded by the model's max_position_embeddings and, with the
+// prefill chunk, by a memory estimate of what a Session allocates up front
+// (MLA caches, per-chunk scratch, a chunk of logits), against the machine's
+// memory: --ctx 40000000 is refused in milliseconds with the bytes it would
+// need instead of running into the OOM killer. Pure functions, thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "k3/format/model_config.h"
+
+namespace k3::model {
+
+// Bytes a Session with this context and chunk allocates (within a few per
+// cent on tiny and K3: the buffers sized by ctx or chunk, per layer kind;
+// the weights are mapped, not counted). `threads` sizes the per-thread
+// attention and KDA scratch.
+uint64_t sessionBytesEstimate(const ModelConfig& c, size_t ctx, size_t chunk, size_t threads);
+
+struct ContextRequest {
+  size_t ctx = 0;
+  size_t chunk = 0;
+  size_t threads = 1;
+  bool ctxGiven = true;  // named in errors as --ctx (else "the context")
+};
+
+// Throws Usage naming --ctx / --chunk: ctx or chunk 0, more than
+// max_position_embeddings (when the config has it), or an estimate above
+// `memoryBytes` (the message says how much it would need).
+void checkContextLimits(const ModelConfig& c, const ContextRequest& r, uint64_t memoryBytes);
+
+}  // namespace k3::model
