@@ -9,7 +9,7 @@ pkgs=(cmake ninja-build g++ pkg-config ccache
       clang-14 libclang-rt-14-dev python3-numpy python3-regex nodejs npm
       # k3-mini: PyTorch for its model/tests; the text packages its --smoke
       # training reads (fortunes, GCIDE, KJV) and tzdata's city names
-      python3-torch libopenblas0-pthread fortunes-min dict-gcide bible-kjv tzdata
+      python3-torch libopenblas0-pthread fortunes fortunes-min dict-gcide bible-kjv tzdata
       # the web chat browser test (npm puppeteer-core drives it)
       chromium)
 missing=()

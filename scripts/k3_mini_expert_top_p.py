@@ -12,7 +12,6 @@ routed-expert bytes one token's kept experts hold (expert_bytes_per_token:
 what a decode step reads), also relative to P = 1.
 """
 
-import argparse
 import json
 import math
 import os
@@ -63,23 +62,8 @@ def markdown(rows, top_k):
 
 
 def main(argv=None):
-    here = os.path.dirname(os.path.abspath(__file__))
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("snapshot")
-    ap.add_argument("--docs", required=True, help="JSON lines, one held-out document per line")
-    ap.add_argument("--limit", type=int, default=0)
-    ap.add_argument("--work", required=True)
-    ap.add_argument("--bin", default=os.path.join(here, "..", "build", "release", "bin"))
-    ap.add_argument("--json")
-    ap.add_argument("--md", action="store_true")
-    ap.add_argument("--ci", action="store_true", help="only the CI subset (the first CI_DOCS documents)")
-    a = ap.parse_args(argv)
-    with open(a.docs, encoding="utf-8") as f:
-        docs = [json.loads(ln) for ln in f if ln.strip()]
-    if a.ci:
-        a.limit = CI_DOCS
-    if a.limit:
-        docs = docs[:a.limit]
+    a = q.table_args(__doc__.splitlines()[0], "only the CI subset (the first CI_DOCS documents)").parse_args(argv)
+    docs = q.read_docs(a)
     rows = measure(a.snapshot, docs, a.work, a.bin)
     if a.json:
         with open(a.json, "w") as f:

@@ -124,9 +124,10 @@ def markdown(rows):
     return "\n".join(out)
 
 
-def main(argv=None):
+def table_args(description, ci_help):
+    """The command line every held-out table script takes (SNAPSHOT --docs --work ...)."""
     here = os.path.dirname(os.path.abspath(__file__))
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("snapshot")
     ap.add_argument("--docs", required=True, help="JSON lines, one held-out document per line")
     ap.add_argument("--limit", type=int, default=0)
@@ -134,14 +135,21 @@ def main(argv=None):
     ap.add_argument("--bin", default=os.path.join(here, "..", "build", "release", "bin"))
     ap.add_argument("--json")
     ap.add_argument("--md", action="store_true")
-    ap.add_argument("--ci", action="store_true", help="only the CI subset (CI_DOCS documents, CI_SETTINGS)")
-    a = ap.parse_args(argv)
+    ap.add_argument("--ci", action="store_true", help=ci_help)
+    return ap
+
+
+def read_docs(a):
+    """The held-out documents --docs names, cut to --limit (--ci: the first CI_DOCS)."""
     with open(a.docs, encoding="utf-8") as f:
         docs = [json.loads(ln) for ln in f if ln.strip()]
-    if a.ci:
-        a.limit = CI_DOCS
-    if a.limit:
-        docs = docs[:a.limit]
+    limit = CI_DOCS if a.ci else a.limit
+    return docs[:limit] if limit else docs
+
+
+def main(argv=None):
+    a = table_args(__doc__.splitlines()[0], "only the CI subset (CI_DOCS documents, CI_SETTINGS)").parse_args(argv)
+    docs = read_docs(a)
     rows = measure(a.snapshot, docs, a.work, a.bin, settings=CI_SETTINGS if a.ci else SETTINGS)
     if a.json:
         with open(a.json, "w") as f:
