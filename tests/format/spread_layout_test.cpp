@@ -74,6 +74,14 @@ TEST(SpreadLayout, LocationsAndPartNames) {
   EXPECT_EQ(k3::spreadPartName("model-00002-of-000094.safetensors", 0), "model-00002-of-000094.safetensors");
   EXPECT_EQ(k3::spreadPartName("model-00002-of-000094.safetensors", 1), "model-00002-of-000094.part2.safetensors");
   EXPECT_EQ(k3::spreadPartName("model-00002-of-000094.safetensors", 3), "model-00002-of-000094.part4.safetensors");
+  // The inverse, for every part name the builder makes; "" for anything else.
+  for (int part = 1; part < 12; ++part)
+    EXPECT_EQ(k3::spreadPartShard(k3::spreadPartName("model-00002-of-000094.safetensors", part)),
+              "model-00002-of-000094.safetensors");
+  for (const char* other : {"model-00002-of-000094.safetensors", "model-00002-of-000094.part.safetensors",
+                            "model-00002-of-000094.partX.safetensors", "model-00002-of-000094.part2.json",
+                            ".part2.safetensors2", ".safetensors", ""})
+    EXPECT_EQ(k3::spreadPartShard(other), "") << other;
 }
 
 // Each layer's experts are cut into `parts` contiguous id ranges whose sizes

@@ -146,18 +146,15 @@ bool shardDone(const ShardPlan& plan, const ExpertManifest& run, const std::stri
 std::vector<std::pair<std::string, std::string>> finishedShards(const std::vector<std::string>& rootDirs,
                                                                  const std::vector<std::string>& roots, int total) {
   const std::string suffix = cat("-of-", Snapshot::shardName(1, total).substr(15));
-  const std::string partSuffix = suffix.substr(0, suffix.size() - 12) + ".part";  // "-of-TTTTTT.part"
+  auto isShardName = [&](const std::string& n) {
+    return n.rfind("model-", 0) == 0 && n.size() > suffix.size() &&
+           n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
   std::vector<std::pair<std::string, std::string>> files;
   for (size_t k = 0; k < rootDirs.size(); ++k)
-    for (const std::string& n : listDir(rootDirs[k])) {
-      bool shard = n.rfind("model-", 0) == 0 && n.size() > suffix.size() &&
-                   n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
-      if (!roots.empty() && !shard)  // spread: the .partK files too
-        shard = n.rfind("model-", 0) == 0 && n.find(partSuffix) != std::string::npos &&
-                n.size() > 12 && n.compare(n.size() - 12, 12, ".safetensors") == 0;
-      if (shard)
+    for (const std::string& n : listDir(rootDirs[k]))
+      if (isShardName(n) || (!roots.empty() && isShardName(spreadPartShard(n))))  // spread: the .partK files too
         files.emplace_back(roots.empty() ? n : spreadLocation(roots[k], n), rootDirs[k] + "/" + n);
-    }
   std::sort(files.begin(), files.end());
   return files;
 }

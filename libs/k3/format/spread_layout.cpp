@@ -42,11 +42,25 @@ std::string spreadLocation(std::string_view root, std::string_view file) {
   return cat(root, "/", file);
 }
 
+namespace {
+constexpr std::string_view kShardExt = ".safetensors";
+constexpr std::string_view kPartTag = ".part";
+}  // namespace
+
 std::string spreadPartName(const std::string& shardName, int part) {
   if (part == 0) return shardName;
-  constexpr std::string_view kExt = ".safetensors";
-  const std::string stem = shardName.substr(0, shardName.size() - kExt.size());
-  return cat(stem, ".part", part + 1, kExt);
+  const std::string stem = shardName.substr(0, shardName.size() - kShardExt.size());
+  return cat(stem, kPartTag, part + 1, kShardExt);
+}
+
+std::string spreadPartShard(std::string_view file) {
+  if (file.size() <= kShardExt.size() || file.substr(file.size() - kShardExt.size()) != kShardExt) return "";
+  const std::string_view stem = file.substr(0, file.size() - kShardExt.size());
+  const size_t tag = stem.rfind(kPartTag);
+  if (tag == std::string_view::npos || tag + kPartTag.size() == stem.size()) return "";
+  for (char c : stem.substr(tag + kPartTag.size()))
+    if (c < '0' || c > '9') return "";
+  return cat(stem.substr(0, tag), kShardExt);
 }
 
 int spreadPartOf(size_t position, size_t count, int parts) {

@@ -31,6 +31,9 @@ std::string spreadLocation(std::string_view root, std::string_view file);
 // Part `part` (0-based) of a source shard's output: part 0 keeps the shard's
 // name (and its dense tensors); part k >= 1 is "<name>.part<k+1>.safetensors".
 std::string spreadPartName(const std::string& shardName, int part);
+// The inverse: the shard a "<name>.part<k>.safetensors" file is part of
+// (its part-0 name), or "" when `file` is not a part name.
+std::string spreadPartShard(std::string_view file);
 // Which part the expert at `position` of a layer's `count` experts (id order) goes to.
 int spreadPartOf(size_t position, size_t count, int parts);
 // Which root part `part` of source shard `shardNumber` (1-based) lives in:

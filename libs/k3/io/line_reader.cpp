@@ -8,20 +8,23 @@
 
 namespace k3 {
 
+void LineReader::checkCap(size_t bytes) const {
+  if (bytes > cap_.maxBytes)
+    fail(ErrorKind::Format, origin_, ": a ", cap_.what, " is more than the limit of ", cap_.maxBytes, " bytes");
+}
+
 std::optional<std::string> LineReader::next() {
   for (;;) {
     const size_t nl = buf_.find('\n', scanned_);
     if (nl != std::string::npos) {
-      if (nl > cap_.maxBytes)
-        fail(ErrorKind::Format, origin_, ": a ", cap_.what, " is more than the limit of ", cap_.maxBytes, " bytes");
+      checkCap(nl);
       std::string line = buf_.substr(0, nl);
       buf_.erase(0, nl + 1);
       scanned_ = 0;
       return line;
     }
     scanned_ = buf_.size();
-    if (buf_.size() > cap_.maxBytes)
-      fail(ErrorKind::Format, origin_, ": a ", cap_.what, " is more than the limit of ", cap_.maxBytes, " bytes");
+    checkCap(buf_.size());
     if (eof_) {
       if (buf_.empty()) return std::nullopt;
       std::string line;

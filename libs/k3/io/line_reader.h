@@ -19,6 +19,8 @@ class LineReader {
   std::optional<std::string> next();
 
  private:
+  void checkCap(size_t bytes) const;  // a line (or a partial one) of `bytes` must fit the cap
+
   int fd_;
   std::string origin_;
   InputCap cap_;
