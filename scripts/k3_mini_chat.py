@@ -82,7 +82,7 @@ def define_turns(rng, word, pos, sense):
     art = "an" if pos[0] in "aeiou" else "a"
     ask = rng.choice(DEFINE_ASK).format(w=word)
     reason = f"The user asks what \"{word}\" means. It is {art} {pos}; I give its main sense."
-    return [("user", ask), ("assistant", reason, f"\"{word.capitalize()}\" is {art} {pos}: {sense}.", ())]
+    return [("user", ask), ("assistant", reason, f"\"{word}\" is {art} {pos}: {sense}.", ())]
 
 
 def weather_turns(rng, city):
@@ -110,7 +110,7 @@ def lookup_turns(rng, word, pos, sense):
     return [("user", ask), ("assistant", f"The user wants \"{word}\" looked up. I call lookup.", "",
                             [("lookup", [("word", word)])]),
             ("tool", "lookup", f"{word} ({pos}): {sense}"),
-            ("assistant", "The dictionary answered.", f"\"{word.capitalize()}\" ({pos}) means {sense}.", ())]
+            ("assistant", "The dictionary answered.", f"\"{word}\" ({pos}) means {sense}.", ())]
 
 
 EFFORTS = (None, None, None, None, None, "max", "max", "max", "low", "high")

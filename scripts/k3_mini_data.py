@@ -6,7 +6,7 @@
 DIR gets tiktoken.model + tokenizer_config.json (the snapshot's tokenizer),
 train.npz / held.npz (token docs: `ids` concatenated, `offs` boundaries,
 `kind` 0 = text, 1 = chat), held_text.txt / held_docs.jsonl (held-out
-plain text), eval_heldout.jsonl (the evaluation subset committed with the model), held_cities.json / train_cities.json and data.json (counts and
+plain text), eval_heldout.jsonl (the evaluation subset committed with the model), held_cities.json / train_cities.json / held_words.json and data.json (counts and
 provenance). Text documents start with [BOS] (k3-run prepends it to raw
 prompts and perplexity text); chat conversations do not (spec 7.6).
 """
@@ -26,6 +26,13 @@ import k3_mini_corpus as corpus  # noqa: E402
 import k3_tok_train  # noqa: E402
 import xtml_ref  # noqa: E402
 from k3_synth_config import tokenizer_config  # noqa: E402
+
+
+def held_words(held_entries, seed, n=50):
+    """The define evaluation's words: n held-out GCIDE entries (never in
+    training), letters only, as [word, part of speech]."""
+    pool = sorted((w, pos) for w, pos, *_ in held_entries if w.isalpha())
+    return [list(e) for e in random.Random(seed + 2).sample(pool, min(n, len(pool)))]
 
 
 def cap(docs, limit, rng):
@@ -135,7 +142,8 @@ def main(argv=None):
     with open(os.path.join(a.out, "held_docs.jsonl"), "w", encoding="utf-8") as f:
         f.writelines(json.dumps({"source": d.source, "key": d.key, "text": d.text}) + "\n" for d in held_docs)
     eval_docs(os.path.join(a.out, "held_docs.jsonl"), os.path.join(a.out, "eval_heldout.jsonl"))
-    for name, val in (("held_cities", held_cities), ("train_cities", train_cities)):
+    for name, val in (("held_cities", held_cities), ("train_cities", train_cities),
+                      ("held_words", held_words(held_entries, a.seed))):
         with open(os.path.join(a.out, name + ".json"), "w") as f:
             json.dump(val, f, indent=1)
     n_text = sum(len(s) for s, k in zip(tr_seqs, tr_kinds) if k == 0)

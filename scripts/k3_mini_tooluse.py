@@ -2,7 +2,9 @@
 """Tool use end to end on k3-mini: for each held-out city (never in training),
 ask for its weather with the tools declared, let `k3-run` generate greedily
 from the XTML prompt (rendered by scripts/xtml_ref.py), and check that the
-reply parses into a valid call of the declared tool.
+reply parses into a valid call of the declared tool. Then, for each held-out
+dictionary word, ask what it means (no tools): the reply must come in the
+format and its answer should quote the asked word.
 
     k3_mini_tooluse.py CONTAINER [--cities models/k3-mini/eval/held_cities.json]
                        [--effort max|none] [--json OUT] [--k3-run PATH]
@@ -157,11 +159,30 @@ def tokgen_parse(k3_tokgen, container, ids, request, work):
     return json.loads(r.stdout)["message"] if r.returncode == 0 else None
 
 
+def define_check(tok, a, eom, n, word):
+    """A held-out word asked about without tools: does the reply come in the
+    format (think, response, no call) and does the answer open with the word
+    quoted as asked (the template's `"word" is a noun: ...`)?"""
+    ask = chat.DEFINE_ASK[n % len(chat.DEFINE_ASK)].format(w=word)
+    req = chat.request([("user", ask)], None, None if a.effort == "none" else a.effort, True)
+    out = generate(a.k3_run, a.container, xtml_ref.render(tok, req))
+    row = {"word": word, "ask": ask, "ids": out, "in_format": False, "word_exact": False}
+    try:
+        reasoning, content, calls = parse_reply(tok, out[:out.index(eom) + 1] if eom in out else out)
+        row.update(reasoning=reasoning, content=content, in_format=bool(reasoning and content and not calls),
+                   word_exact=content.startswith(f'"{word}"'))
+    except Malformed as e:
+        row["error"] = f"malformed: {e}"
+    return row
+
+
 def main(argv=None):
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("container")
     ap.add_argument("--cities", default=os.path.join(here, "..", "models", "k3-mini", "eval", "held_cities.json"))
+    ap.add_argument("--words", default=os.path.join(here, "..", "models", "k3-mini", "eval", "held_words.json"),
+                    help="held-out dictionary words for the define check")
     ap.add_argument("--effort", default="max", choices=["max", "none"])
     ap.add_argument("--k3-run", default=os.path.join(here, "..", "build", "release", "bin", "k3-run"))
     ap.add_argument("--k3-tokgen", default=os.path.join(here, "..", "build", "release", "bin", "k3-tokgen"))
@@ -196,9 +217,14 @@ def main(argv=None):
         rows.append(row)
     res = {"cities": len(cities), "valid_calls": ok, "rate": ok / len(cities),
            "city_argument_exact": exact, "k3_tokgen_parse_calls": cpp_ok, "effort": a.effort}
+    with open(a.words) as f:
+        words = json.load(f)
+    define_rows = [define_check(tok, a, eom, n, word) for n, (word, _) in enumerate(words)]
+    res.update({"words": len(words), "define_in_format": sum(r["in_format"] for r in define_rows),
+                "define_word_exact": sum(r["word_exact"] for r in define_rows)})
     if a.json:
         with open(a.json, "w") as f:
-            json.dump(dict(res, rows=rows), f, indent=1)
+            json.dump(dict(res, rows=rows, define_rows=define_rows), f, indent=1)
     print(json.dumps(res))
     return 0
 
