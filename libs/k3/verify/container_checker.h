@@ -1,8 +1,9 @@
 // Fast (metadata-only) checks of a repacked container directory: shard
 // headers, exact sizes, index <-> headers, the tensor set the config implies
 // (dtype, shape, quantized form and .qs sidecars by codec's stored-form rule,
-// expected bit widths from the manifest settings), container order (spec §5.6), and
-// agreement with k3-manifest.json. Reads headers only: seconds on 1.5 TB.
+// expected bit widths from the manifest settings), container order (spec
+// §5.6), and agreement with k3-manifest.json. Reads headers only: seconds on
+// 1.5 TB.
 #pragma once
 
 #include <cstdint>
