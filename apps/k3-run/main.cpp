@@ -214,10 +214,10 @@ int serveMain(Args a) {
   a.srv.engine.stateCacheBytes = static_cast<uint64_t>(a.stateCacheGb * 1e9);
   k3::serve::HttpServer http(a.srv);
   const int port = http.start();  // /health answers 503 while the model loads
-  verify::checkContainerGate(a.dir, spreadDirs(a));  // k3-verify's fast checks before mapping anything
+  auto checked = verify::checkContainerGate(a.dir, spreadDirs(a));  // k3-verify's fast checks before mapping anything
   WeightOptions wo;
   wo.int8Activations = a.activations == "int8";
-  auto weights = ModelWeights::open(a.dir, wo, spreadDirs(a));
+  auto weights = ModelWeights::open(a.dir, wo, spreadDirs(a), std::move(checked));
   checkContext(a, weights->config(), a.ctx);
   if (a.preload) weights->prefault(a.expertGb <= 0.0);
   const tok::Tokenizer tok = tok::Tokenizer::fromDirectory(a.dir);
@@ -239,10 +239,10 @@ int serveMain(Args a) {
 }
 
 int runMain(const Args& a) {
-  verify::checkContainerGate(a.dir, spreadDirs(a));  // k3-verify's fast checks before mapping anything
+  auto checked = verify::checkContainerGate(a.dir, spreadDirs(a));  // k3-verify's fast checks before mapping anything
   WeightOptions wo;
   wo.int8Activations = a.activations == "int8";
-  auto weights = ModelWeights::open(a.dir, wo, spreadDirs(a));
+  auto weights = ModelWeights::open(a.dir, wo, spreadDirs(a), std::move(checked));
   const ModelConfig& cfg = weights->config();
   // Experts stay on demand when their memory is bounded.
   if (a.preload) weights->prefault(a.expertGb <= 0.0);

@@ -12,16 +12,17 @@
 #include <string>
 #include <vector>
 
+#include "k3/codec/bf16.h"
+#include "k3/codec/mxfp4.h"
+#include "k3/codec/quantize.h"
+#include "k3/kernels/act_q8.h"
 #include "k3/kernels/cpu_features.h"
-#include "k3/quant/act_q8.h"
-#include "k3/quant/bf16.h"
-#include "k3/quant/matvec.h"
-#include "k3/quant/mxfp4.h"
-#include "k3/quant/quantize.h"
+#include "k3/kernels/matvec.h"
 
 namespace {
 
-using namespace k3::quant;
+using namespace k3::codec;
+using namespace k3::kernels;
 namespace kernels = k3::kernels;
 
 constexpr size_t kWeightBytes = size_t(256) << 20;

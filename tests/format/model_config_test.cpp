@@ -2,6 +2,7 @@
 // gives for the real K3 checkpoint (spec §1.2, §2.7, §2.10).
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 
 #include "k3/format/model_config.h"
@@ -174,4 +175,16 @@ TEST(ModelConfig, MaxPositionEmbeddingsIsReadAndChecked) {
   EXPECT_EQ(errorOf(with("0")), "config.json: key 'max_position_embeddings': must be at least 1");
   EXPECT_EQ(errorOf(with("-4")), "config.json: key 'max_position_embeddings': must be at least 1");
   EXPECT_EQ(errorOf(with("\"big\"")), "config.json: key 'max_position_embeddings': is not a number");
+}
+
+TEST(TensorInventory, LanguageModelPrefixOnlyWhenLayerZeroNormHasIt) {
+  auto prefixOf = [](std::set<std::string> names) {
+    return k3::languageModelPrefix([&](const std::string& n) { return names.count(n) > 0; });
+  };
+  const std::string norm = "model.layers.0.input_layernorm.weight";
+  EXPECT_EQ(prefixOf({norm}), "");
+  EXPECT_EQ(prefixOf({"language_model." + norm}), "language_model.");
+  EXPECT_EQ(prefixOf({norm, "language_model." + norm}), "");  // the plain name wins (peer rule)
+  EXPECT_EQ(prefixOf({"language_model.model.layers.1.input_layernorm.weight"}), "");
+  EXPECT_EQ(prefixOf({}), "");
 }

@@ -123,4 +123,54 @@ TEST_F(ReaderMalformed, PaddedHeaderAndZeroSizeTensorAreValid) {
   EXPECT_EQ(f.require("z").nbytes(), 0u);
 }
 
+TEST_F(ReaderMalformed, HeaderLengthIsReadOnceForEveryReader) {
+  const std::string path = dir + "/length.safetensors";
+  auto lengthOf = [&](const std::string& bytes) {
+    k3test::writeFile(path, bytes);
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    EXPECT_GE(fd, 0);
+    try {
+      const uint64_t n = k3::readSafetensorsHeaderLength(fd, bytes.size(), path);
+      ::close(fd);
+      return n;
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+  };
+  EXPECT_EQ(lengthOf(st(kOk, 8)), kOk.size());
+  EXPECT_EQ(lengthOf(le64(3) + "abc"), 3u);  // only the length: JSON is the parser's business
+  for (const std::string& bad : {std::string("1234567"), le64(4) + "abc"}) {
+    try {
+      lengthOf(bad);
+      ADD_FAILURE() << "accepted " << bad.size() << " bytes";
+    } catch (const k3::Error& e) {
+      EXPECT_EQ(e.kind(), k3::ErrorKind::Format) << e.what();
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST_F(ReaderMalformed, ParsedHeaderIsMappedLaterAndAChangedFileRefused) {
+  const std::string path = dir + "/parsed.safetensors";
+  k3test::writeFile(path, st(kOk, 8));
+  const auto checked = k3::SafetensorsFile::open(path, k3::SafetensorsFile::Access::HeaderOnly);
+  auto f = k3::SafetensorsFile::fromParsed(path, checked.fileSize(), checked.headerLength(), checked.header());
+  EXPECT_FALSE(f.mapped());
+  f.map();
+  ASSERT_TRUE(f.mapped());
+  EXPECT_EQ(f.data(f.require("a")).size(), 8u);
+  EXPECT_EQ(f.dataOffset(), checked.dataOffset());
+
+  auto stale = k3::SafetensorsFile::fromParsed(path, checked.fileSize(), checked.headerLength(), checked.header());
+  k3test::writeFile(path, st(kOk, 8) + "extra");  // grown since its header was read
+  try {
+    stale.map();
+    ADD_FAILURE() << "mapped a file that changed";
+  } catch (const k3::Error& e) {
+    EXPECT_EQ(e.kind(), k3::ErrorKind::Format) << e.what();
+    EXPECT_NE(std::string(e.what()).find("changed"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace

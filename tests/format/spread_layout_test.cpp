@@ -248,4 +248,34 @@ TEST(SpreadLayout, ResolveRootsChecksDirectoryAndMarker) {
   EXPECT_EQ(kindOf([&] { k3::resolveSpreadRoots(dst, m, {other}); }), k3::ErrorKind::Mismatch);
 }
 
+TEST(SpreadLayout, ShardRootsAndPaths) {
+  const std::string base = k3test::freshDir("spread-shard-roots");
+  const std::string dst = base + "/dst", d2 = base + "/d2";
+  fs::create_directories(dst);
+  fs::create_directories(d2);
+  const k3::ExpertManifest m = spreadManifest();
+  k3test::writeFile(d2 + "/" + k3::SpreadMarker::kFileName, k3::SpreadMarker::forRoot(m, 1).toJson());
+  const std::vector<k3::ShardRoot> roots = k3::shardRoots(dst, m, {});
+  ASSERT_EQ(roots.size(), 2u);
+  EXPECT_EQ(roots[0].dir, dst);
+  EXPECT_EQ(roots[0].root, ".");
+  EXPECT_EQ(roots[1].dir, dst + "/../d2");
+  EXPECT_EQ(roots[1].root, "../d2");
+  // m.shards = {part 2 in DST (root 0), part 1 in ../d2 (root 1)}.
+  EXPECT_EQ(k3::shardPath(roots, m.shards[0]), dst + "/model-00002-of-000004.part2.safetensors");
+  EXPECT_EQ(k3::shardPath(roots, m.shards[1]), dst + "/../d2/model-00002-of-000004.safetensors");
+  EXPECT_EQ(k3::shardRoots(dst, m, {d2})[1].dir, d2);  // moved: where it is now
+
+  // A one-directory container: DST alone; --spread for it is a usage error.
+  k3::ExpertManifest plain = m;
+  plain.roots.clear();
+  const std::vector<k3::ShardRoot> one = k3::shardRoots(dst, plain, {});
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].dir, dst);
+  EXPECT_EQ(one[0].root, ".");
+  std::string what;
+  EXPECT_EQ(kindOf([&] { k3::shardRoots(dst, plain, {d2}); }, &what), k3::ErrorKind::Usage);
+  EXPECT_NE(what.find("is not spread over several directories"), std::string::npos) << what;
+}
+
 }  // namespace

@@ -71,7 +71,7 @@ TEST(ActivationPrecision, EachFormatCloseToExactPerMatrix) {
     for (auto& p : pairs) {
       const auto& we = *p[0];
       const auto& wa = *p[1];
-      SCOPED_TRACE(k3::cat("bits ", bits, " ", k3::quant::weightFormatName(wa.format), " [", wa.rows, ",", wa.cols, "]"));
+      SCOPED_TRACE(k3::cat("bits ", bits, " ", k3::codec::weightFormatName(wa.format), " [", wa.rows, ",", wa.cols, "]"));
       ASSERT_TRUE(k3::model::usesInt8Activations(wa));
       const size_t n = 3;
       std::vector<float> X(n * we.cols), ye(n * we.rows), ya(n * we.rows);
@@ -87,7 +87,7 @@ TEST(ActivationPrecision, EachFormatCloseToExactPerMatrix) {
       double worst = 0;
       for (size_t v = 0; v < n; ++v) worst = std::max(worst, relL2(&ya[v * we.rows], &ye[v * we.rows], we.rows));
       std::printf("[measured] tiny --bits %d %s [%zu,%zu]: int8 vs f32 activations rel-L2 %.5f\n", bits,
-                  k3::quant::weightFormatName(wa.format), wa.rows, wa.cols, worst);
+                  k3::codec::weightFormatName(wa.format), wa.rows, wa.cols, worst);
       EXPECT_LE(worst, 0.01);
       // linearRows (the per-thread entry the MoE uses) gives the same bits.
       std::vector<float> yr(n * we.rows);

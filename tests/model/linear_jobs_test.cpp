@@ -14,8 +14,8 @@
 namespace {
 
 using k3::model::LinearJob;
-using k3::quant::WeightFormat;
-using k3::quant::WeightView;
+using k3::codec::WeightFormat;
+using k3::codec::WeightView;
 
 struct Matrix {
   std::vector<uint8_t> data, scales;

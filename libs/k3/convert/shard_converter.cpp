@@ -8,14 +8,14 @@
 #include <cstring>
 #include <optional>
 
+#include "k3/codec/bf16.h"
+#include "k3/codec/quantize.h"
 #include "k3/convert/finite_scan.h"
 #include "k3/io/error.h"
 #include "k3/io/file_io.h"
 #include "k3/io/input_file.h"
 #include "k3/io/sha256.h"
 #include "k3/io/sha256_ni.h"
-#include "k3/quant/bf16.h"
-#include "k3/quant/quantize.h"
 
 namespace k3::convert {
 namespace {
@@ -234,12 +234,12 @@ void ShardConverter::quantize(const PlanStep& step, int fd, const std::string& s
       for (size_t r = lo; r < hi; r += batch) {
         const size_t n = std::min(batch, hi - r);
         if (f.size() < n * cols) f.resize(n * cols);
-        quant::bf16ToF32(bf16_.data() + r * cols, f.data(), n * cols);
+        codec::bf16ToF32(bf16_.data() + r * cols, f.data(), n * cols);
         float* s = scales_.data() + (r0 + r) * sRow;
         if (int4)
-          quant::quantizeInt4G64(f.data(), n, cols, qbuf_.data() + r * qRow, s);
+          codec::quantizeInt4G64(f.data(), n, cols, qbuf_.data() + r * qRow, s);
         else
-          quant::quantizeInt8Rows(f.data(), n, cols, reinterpret_cast<int8_t*>(qbuf_.data() + r * qRow), s);
+          codec::quantizeInt8Rows(f.data(), n, cols, reinterpret_cast<int8_t*>(qbuf_.data() + r * qRow), s);
       }
     });
     w.write(qbuf_.data(), nr * qRow);

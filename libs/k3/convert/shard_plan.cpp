@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "k3/codec/stored_form.h"
 #include "k3/format/spread_layout.h"
 #include "k3/format/tensor_inventory.h"
 #include "k3/io/error.h"
@@ -23,19 +24,6 @@ BitSettings BitSettings::resolve(int bits, int mlaBits, int headBits) {
   check(s.headBits, "head-bits");
   return s;
 }
-
-namespace {
-
-int bitsFor(TensorClass c, const BitSettings& b) {
-  switch (c) {
-    case TensorClass::Bits: return b.bits;
-    case TensorClass::Mla: return b.mlaBits;
-    case TensorClass::Head: return b.headBits;
-    default: return 16;
-  }
-}
-
-}  // namespace
 
 namespace {
 
@@ -104,8 +92,10 @@ std::vector<ShardPlan> planShardParts(const Snapshot& snap, const SourceShard& s
   // 1. Non-expert tensors in ascending source offset order.
   for (const TensorInfo* t : dense) {
     const TensorClass cls = classifyTensor(t->name, cfg);
-    const int b = bitsFor(cls, bits);
-    if (b >= 16) {
+    const int b = codec::classBits(cls, bits.bits, bits.mlaBits, bits.headBits);
+    const codec::StoredForm form =
+        codec::storedFormFor(b, t->shape.size() == 2 ? t->shape[1] : 0);  // the shape is checked below
+    if (form == codec::StoredForm::KeepFloat) {
       addCopy(plan, *t, base);
       if (isFloatDtype(t->dtype)) plan.floats.push_back({base + t->begin, t->nbytes(), t->dtype, t->name});
       continue;
@@ -115,15 +105,10 @@ std::vector<ShardPlan> planShardParts(const Snapshot& snap, const SourceShard& s
            tensorClassName(cls), ") must be a 2-D BF16 matrix to be quantized, found ",
            dtypeName(t->dtype), " of rank ", t->shape.size());
     const uint64_t O = t->shape[0], I = t->shape[1];
-    const bool int4 = b <= 4 && I % 64 == 0;
-    if (int4) {
-      plan.tensors.push_back({t->name, Dtype::U8, {O, I / 2}});
-      plan.tensors.push_back({t->name + ".qs", Dtype::F32, {O, I / 64}});
-    } else {
-      plan.tensors.push_back({t->name, Dtype::U8, {O, I}});
-      plan.tensors.push_back({t->name + ".qs", Dtype::F32, {O}});
-    }
-    plan.steps.push_back({int4 ? PlanStep::Kind::QuantInt4 : PlanStep::Kind::QuantInt8,
+    const codec::StoredTensor data = codec::storedData(form, O, I), scales = codec::storedScales(form, O, I);
+    plan.tensors.push_back({t->name, data.dtype, data.shape});
+    plan.tensors.push_back({codec::scaleSidecarName(t->name), scales.dtype, scales.shape});
+    plan.steps.push_back({form == codec::StoredForm::Int4G64 ? PlanStep::Kind::QuantInt4 : PlanStep::Kind::QuantInt8,
                           base + t->begin, t->nbytes(), O, I, t->name});
     ++plan.quantizedTensors;
   }

@@ -14,7 +14,7 @@
 namespace k3::convert {
 
 // Effective bit widths per class: 4 -> int4-g64 (int8 if I % 64 != 0),
-// 5..15 -> int8 per row, >= 16 -> BF16 kept (pass).
+// 5..15 -> int8 per row, >= 16 -> BF16 kept (pass): codec/stored_form.h.
 struct BitSettings {
   int bits = 8;
   int mlaBits = 8;

@@ -16,12 +16,25 @@
 
 namespace k3 {
 
+// The 8-byte little-endian header length N that starts a safetensors file
+// of `fileSize` bytes open on `fd`. Throws Format naming `path` when the file
+// is shorter than 8 bytes or N exceeds the rest of it; Io when unreadable.
+uint64_t readSafetensorsHeaderLength(int fd, uint64_t fileSize, const std::string& path);
+
 class SafetensorsFile {
  public:
   enum class Access { Mapped, HeaderOnly };
 
   // Throws k3::Error: Io if unreadable, Format if invalid (naming path/tensor).
   static SafetensorsFile open(const std::string& path, Access access = Access::Mapped);
+  // A file whose header a checker has already read and validated (`header`
+  // parsed from its first 8 + headerLength bytes, fileSize bytes in all):
+  // opened HeaderOnly without reading it again. map() adds the mapping.
+  static SafetensorsFile fromParsed(std::string path, uint64_t fileSize, uint64_t headerLength,
+                                    SafetensorsHeader header);
+  // Maps the data of a HeaderOnly file. Throws Format naming the file when it
+  // is no longer fileSize() bytes (changed since its header was read).
+  void map();
 
   const std::string& path() const { return path_; }
   uint64_t fileSize() const { return fileSize_; }

@@ -22,6 +22,12 @@ std::string shapeText(const std::vector<uint64_t>& shape) {
   return s + "]";
 }
 
+std::string compactShapeText(const std::vector<uint64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += cat(i ? "," : "", shape[i]);
+  return s + "]";
+}
+
 const TensorInfo* SafetensorsHeader::find(std::string_view name) const {
   auto it = index.find(std::string(name));
   return it == index.end() ? nullptr : &tensors[it->second];

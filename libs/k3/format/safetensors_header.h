@@ -34,6 +34,8 @@ struct TensorInfo {
 
 // "[2, 3]": a shape as error messages print it.
 std::string shapeText(const std::vector<uint64_t>& shape);
+// "[2,3]": the same without spaces, as k3-run's container opener prints it.
+std::string compactShapeText(const std::vector<uint64_t>& shape);
 
 struct SafetensorsHeader {
   std::vector<TensorInfo> tensors;  // in header (document) order

@@ -190,10 +190,7 @@ void Snapshot::crossCheck(std::vector<IndexedName>& index, const std::vector<std
   const std::string idxPath = dir_ + "/" + kIndexName;
 
   // Prefix (spec §2.1, peer rule), decided from the index alone.
-  const std::string probe = "model.layers.0.input_layernorm.weight";
-  prefix_ = (!findName(index, probe) && findName(index, std::string(kLanguageModelPrefix) + probe))
-                ? std::string(kLanguageModelPrefix)
-                : std::string();
+  prefix_ = languageModelPrefix([&](const std::string& name) { return findName(index, name) != nullptr; });
 
   // What the config implies: dense tensors by name, experts as a bit per part.
   struct Implied {

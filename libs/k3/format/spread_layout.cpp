@@ -158,4 +158,20 @@ std::vector<std::string> resolveSpreadRoots(const std::string& dst, const Expert
   return dirs;
 }
 
+std::vector<ShardRoot> shardRoots(const std::string& dst, const ExpertManifest& m,
+                                  const std::vector<std::string>& overrides) {
+  std::vector<ShardRoot> roots{{dst, "."}};
+  if (!m.spread()) {
+    if (!overrides.empty()) fail(ErrorKind::Usage, "--spread: ", dst, " is not spread over several directories");
+    return roots;
+  }
+  const std::vector<std::string> dirs = resolveSpreadRoots(dst, m, overrides);
+  for (size_t k = 1; k < dirs.size(); ++k) roots.push_back({dirs[k], m.roots[k]});
+  return roots;
+}
+
+std::string shardPath(const std::vector<ShardRoot>& roots, const ManifestShard& s) {
+  return (fs::path(roots[static_cast<size_t>(s.root)].dir) / s.file).string();
+}
+
 }  // namespace k3

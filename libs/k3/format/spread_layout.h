@@ -70,4 +70,19 @@ struct SpreadMarker {
 std::vector<std::string> resolveSpreadRoots(const std::string& dst, const ExpertManifest& m,
                                             const std::vector<std::string>& overrides);
 
+// Where the shard files of the container in `dst` (manifest `m`) live now:
+// one entry per root, [0] = {dst, "."}, then for a spread container each
+// other root's directory (resolveSpreadRoots) and its recorded path, the
+// prefix of its files' locations (spreadLocation). Throws Usage when
+// `overrides` (--spread) are given for a one-directory container, and what
+// resolveSpreadRoots throws.
+struct ShardRoot {
+  std::string dir;   // where the root is now
+  std::string root;  // as the manifest records it: "." for DST, else m.roots[k]
+};
+std::vector<ShardRoot> shardRoots(const std::string& dst, const ExpertManifest& m,
+                                  const std::vector<std::string>& overrides);
+// The path of a shard the manifest lists: its root's directory / its file.
+std::string shardPath(const std::vector<ShardRoot>& roots, const ManifestShard& s);
+
 }  // namespace k3

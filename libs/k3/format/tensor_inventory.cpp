@@ -6,6 +6,13 @@
 #include "k3/io/error.h"
 
 namespace k3 {
+
+std::string languageModelPrefix(const std::function<bool(const std::string&)>& has) {
+  const std::string probe = "model.layers.0.input_layernorm.weight";
+  if (!has(probe) && has(std::string(kLanguageModelPrefix) + probe)) return std::string(kLanguageModelPrefix);
+  return std::string();
+}
+
 namespace {
 
 bool startsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +13,11 @@
 namespace k3 {
 
 constexpr std::string_view kLanguageModelPrefix = "language_model.";
+
+// The prefix every text tensor of a checkpoint or container carries (spec
+// §2.1, the peer's rule): kLanguageModelPrefix when layer 0's input norm is
+// found only with it, else "". `has(name)` says whether a tensor is there.
+std::string languageModelPrefix(const std::function<bool(const std::string&)>& has);
 
 // Spec §5.1 classes. Bits/Mla/Head are quantized with the bit width of their
 // class (spec §5.2); Pass is copied byte for byte; Expert is copied byte for

@@ -5,8 +5,8 @@
 // K3_KERNEL(name)(args…) / K3_KERNEL3(name)(args…), which follow bestIsa()
 // (decided once per process, so every token of a run goes through the same
 // arithmetic), or K3_KERNEL_FOR(isa, name) / K3_KERNEL3_FOR(isa, name) where
-// the public function takes the ISA (quant's entry points, so tests can run
-// every path). A family without avx512:: runs avx2:: on AVX-512 machines.
+// the public function takes the ISA (codec's quantizers and the matvec
+// kernels' entry points, so tests can run every path). A family without avx512:: runs avx2:: on AVX-512 machines.
 // Callers (layers, the forward, the converter) call only the public
 // functions, never a scalar::/avx2:: version directly.
 #pragma once

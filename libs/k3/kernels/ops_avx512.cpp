@@ -2,7 +2,7 @@
 // by memory: SiTU-GLU (three exponentials per value; 1.6–1.8× the AVX2
 // kernel's rate on a Zen 4 core). Same operations as avx2:: on 16 lanes, so
 // the same bits (tests/kernels/ops_simd_test.cpp).
-#include "k3/quant/avx512_intrinsics.h"
+#include "k3/kernels/avx512_intrinsics.h"
 
 #include <cmath>
 

@@ -44,7 +44,7 @@ void Forward::run(ModelState& st, const int32_t* ids, size_t n, bool allPosition
   for (size_t t = 0; t < n; ++t) {
     if (ids[t] < 0 || static_cast<size_t>(ids[t]) >= V)
       fail(ErrorKind::Usage, "token id ", ids[t], " is outside the vocabulary [0, ", V, ")");
-    quant::dequantizeRow(w_.embedding(), static_cast<size_t>(ids[t]), &prefix_[t * D_]);
+    codec::dequantizeRow(w_.embedding(), static_cast<size_t>(ids[t]), &prefix_[t * D_]);
     attnRes_[t].clear();
   }
   PhaseClock clock(times);

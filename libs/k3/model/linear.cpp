@@ -5,8 +5,8 @@
 
 #include "k3/io/error.h"
 
-#include "k3/quant/act_q8.h"
-#include "k3/quant/matvec.h"
+#include "k3/kernels/act_q8.h"
+#include "k3/kernels/matvec.h"
 
 namespace k3::model {
 
@@ -19,17 +19,17 @@ constexpr size_t kStackQ8Values = 36864;
 
 void f32Rows(const WeightView& w, const float* X, size_t n, float* Y, size_t r0, size_t r1) {
   if (n == 1)
-    quant::matvec(w, X, Y, r0, r1);
+    kernels::matvec(w, X, Y, r0, r1);
   else
-    quant::matmul(w, X, n, Y, r0, r1);
+    kernels::matmul(w, X, n, Y, r0, r1);
 }
 
 void q8Rows(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y, size_t r0,
             size_t r1) {
   if (n == 1)
-    quant::matvecQ8(w, Xq, Xs, Y, r0, r1);
+    kernels::matvecQ8(w, Xq, Xs, Y, r0, r1);
   else
-    quant::matmulQ8(w, Xq, Xs, n, Y, r0, r1);
+    kernels::matmulQ8(w, Xq, Xs, n, Y, r0, r1);
 }
 
 // Storage for `values` quantised activations and their group scales: on the
@@ -40,7 +40,7 @@ class Q8Buffer {
   explicit Q8Buffer(size_t values) {
     if (values <= kStackQ8Values) return;
     heapQ_.reset(new int8_t[values]);
-    heapS_.reset(new float[values / quant::kQ8Group]);
+    heapS_.reset(new float[values / kernels::kQ8Group]);
     q = heapQ_.get();
     s = heapS_.get();
   }
@@ -49,7 +49,7 @@ class Q8Buffer {
 
  private:
   alignas(32) int8_t stackQ_[kStackQ8Values];
-  alignas(32) float stackS_[kStackQ8Values / quant::kQ8Group];
+  alignas(32) float stackS_[kStackQ8Values / kernels::kQ8Group];
   std::unique_ptr<int8_t[]> heapQ_;
   std::unique_ptr<float[]> heapS_;
 };
@@ -57,13 +57,13 @@ class Q8Buffer {
 }  // namespace
 
 bool usesInt8Activations(const WeightView& w) {
-  return w.int8Activations && quant::hasQ8Kernel(w.format) && w.cols % quant::kQ8Group == 0;
+  return w.int8Activations && kernels::hasQ8Kernel(w.format) && w.cols % kernels::kQ8Group == 0;
 }
 
 void linearRows(const WeightView& w, const float* X, size_t n, float* Y, size_t r0, size_t r1) {
   if (!usesInt8Activations(w) || n == 0) return f32Rows(w, X, n, Y, r0, r1);
   Q8Buffer xq(n * w.cols);
-  quant::quantizeActivationsQ8_32(X, n * w.cols, xq.q, xq.s);
+  kernels::quantizeActivationsQ8_32(X, n * w.cols, xq.q, xq.s);
   q8Rows(w, xq.q, xq.s, n, Y, r0, r1);
 }
 
@@ -107,11 +107,11 @@ void linear(ThreadPool& pool, std::initializer_list<LinearJob> jobs, size_t n) {
       }
     if (xq[j]) continue;
     const size_t values = n * job[j].w->cols;
-    quant::quantizeActivationsQ8_32(job[j].X, values, q, sc);
+    kernels::quantizeActivationsQ8_32(job[j].X, values, q, sc);
     xq[j] = q;
     xs[j] = sc;
     q += values;
-    sc += values / quant::kQ8Group;
+    sc += values / kernels::kQ8Group;
   }
 
   pool.parallelFor(first[J], [&](size_t g0, size_t g1) {

@@ -14,12 +14,12 @@
 #include <cstddef>
 #include <initializer_list>
 
+#include "k3/codec/weight_view.h"
 #include "k3/io/thread_pool.h"
-#include "k3/quant/weight_view.h"
 
 namespace k3::model {
 
-using quant::WeightView;
+using codec::WeightView;
 
 // X: [n × w.cols], Y: [n × w.rows] (row-major, contiguous).
 void linear(ThreadPool& pool, const WeightView& w, const float* X, size_t n, float* Y);
@@ -27,7 +27,7 @@ void linear(ThreadPool& pool, const WeightView& w, const float* X, size_t n, flo
 // The same on one thread over output rows [r0, r1) (Y keeps full row stride).
 void linearRows(const WeightView& w, const float* X, size_t n, float* Y, size_t r0, size_t r1);
 
-// The same with X already quantised (quant::quantizeActivationsQ8_32: Xq
+// The same with X already quantised (kernels::quantizeActivationsQ8_32: Xq
 // [n × w.cols], Xs [n × w.cols / 32]); usesInt8Activations(w) must hold.
 // The bits of linearRows on the unquantised X: quantisation is per vector,
 // so a caller that reuses one vector's quantisation in several products (a

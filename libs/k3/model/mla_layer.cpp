@@ -76,7 +76,7 @@ void MlaLayer::heads(const MlaWeights& w, const MlaCache& cache, size_t pos0, si
   // bits as a zero-filled axpy per row; the kernel reads each row once per
   // four tokens, not once per token).
   for (size_t h = h0; h < h1; ++h) {
-    for (size_t r = 0; r < nope_; ++r) quant::dequantizeRow(w.kvb, h * (nope_ + vd_) + r, rows + r * kvr_);
+    for (size_t r = 0; r < nope_; ++r) codec::dequantizeRow(w.kvb, h * (nope_ + vd_) + r, rows + r * kvr_);
     const float* q = &Q_[h * qk];
     float* qa = &QA_[h * kvr_];
     kernels::mlaWeightedLatent(q, H_ * qk, n, rows, nope_, kvr_, qa, H_ * kvr_);
@@ -98,7 +98,7 @@ void MlaLayer::heads(const MlaWeights& w, const MlaCache& cache, size_t pos0, si
   }
   // 3. Value rows on the weighted latent, then the sigmoid output gate.
   for (size_t h = h0; h < h1; ++h) {
-    for (size_t r = 0; r < vd_; ++r) quant::dequantizeRow(w.kvb, h * (nope_ + vd_) + nope_ + r, rows + r * kvr_);
+    for (size_t r = 0; r < vd_; ++r) codec::dequantizeRow(w.kvb, h * (nope_ + vd_) + nope_ + r, rows + r * kvr_);
     for (size_t t = 0; t < n; ++t) {
       const float* cl = &CL_[(t * H_ + h) * kvr_];
       float* ctx = &ctx_[(t * H_ + h) * vd_];

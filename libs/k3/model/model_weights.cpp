@@ -10,29 +10,17 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "k3/codec/bf16.h"
+#include "k3/codec/stored_form.h"
 #include "k3/format/expert_manifest.h"
 #include "k3/format/spread_layout.h"
 #include "k3/format/tensor_inventory.h"
 #include "k3/io/error.h"
 #include "k3/io/input_file.h"
-#include "k3/quant/bf16.h"
 
 namespace k3::model {
 
 namespace fs = std::filesystem;
-
-namespace {
-
-std::string shapeText(const std::vector<uint64_t>& s) {
-  std::string t = "[";
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (i) t += ',';
-    t += std::to_string(s[i]);
-  }
-  return t + "]";
-}
-
-}  // namespace
 
 // Finds tensors by name across the shards and turns them into checked views.
 class WeightResolver {
@@ -66,47 +54,17 @@ class WeightResolver {
   const std::string& path(const Loc& l) const { return m_.shards_[l.shard].path(); }
   const uint8_t* bytes(const Loc& l) const { return m_.shards_[l.shard].data(*l.info).data(); }
 
-  // A matrix the model multiplies by, expected as [O, I] (spec §5.9).
+  // A matrix the model multiplies by, expected as [O, I] (spec §5.9), in
+  // any stored form codec reads (a quantized one finds its .qs sidecar here).
   WeightView matrix(const std::string& rel, size_t O, size_t I) const {
     const Loc& l = require(rel);
     const TensorInfo& t = *l.info;
-    WeightView w;
-    w.rows = O;
-    w.cols = I;
-    w.data = bytes(l);
-    if (t.dtype == Dtype::U8 || t.dtype == Dtype::I8) {
-      const Loc* qs = find(t.name + ".qs");
-      if (!qs)
-        fail(ErrorKind::Format, path(l), ": tensor '", t.name, "' is ", dtypeName(t.dtype),
-             " without its '.qs' scale sidecar (untrusted container)");
-      if (qs->info->dtype != Dtype::F32)
-        fail(ErrorKind::Format, path(*qs), ": tensor '", qs->info->name, "' must be F32, is ",
-             dtypeName(qs->info->dtype));
-      const uint64_t nq = qs->info->numel();
-      if (t.nbytes() == O * I && nq == O && (t.shape == std::vector<uint64_t>{O, I})) {
-        w.format = quant::WeightFormat::I8Row;
-      } else if (I % 64 == 0 && t.nbytes() == O * I / 2 && nq == O * I / 64 &&
-                 (t.shape == std::vector<uint64_t>{O, I / 2})) {
-        w.format = quant::WeightFormat::I4G64;
-      } else {
-        fail(ErrorKind::Format, path(l), ": tensor '", t.name, "' has shape ", shapeText(t.shape),
-             " and ", nq, " scales; expected int8 [", O, ",", I, "] with ", O,
-             " scales or int4-g64 [", O, ",", I / 2, "] with ", O * I / 64, " scales");
-      }
-      w.scales = bytes(*qs);
-      w.int8Activations = m_.opts_.int8Activations;  // linear() checks the width
-      return w;
-    }
-    if (t.numel() != O * I || t.shape.size() != 2 || t.shape[0] != O)
-      fail(ErrorKind::Format, path(l), ": tensor '", t.name, "' has shape ", shapeText(t.shape),
-           ", expected [", O, ",", I, "]");
-    if (t.dtype == Dtype::BF16)
-      w.format = quant::WeightFormat::BF16;
-    else if (t.dtype == Dtype::F32)
-      w.format = quant::WeightFormat::F32;
-    else
-      fail(ErrorKind::Unsupported, path(l), ": tensor '", t.name, "' has dtype ",
-           dtypeName(t.dtype), "; matrices must be BF16, F32 or a quantized U8/I8 + .qs");
+    const bool quantized = t.dtype == Dtype::U8 || t.dtype == Dtype::I8;
+    const Loc* qs = quantized ? find(codec::scaleSidecarName(t.name)) : nullptr;
+    static const std::string none;
+    WeightView w = codec::storedMatrixView(t, bytes(l), path(l), qs ? qs->info : nullptr,
+                                           qs ? bytes(*qs) : nullptr, qs ? path(*qs) : none, O, I);
+    if (quantized) w.int8Activations = m_.opts_.int8Activations;  // linear() checks the width
     return w;
   }
 
@@ -117,14 +75,14 @@ class WeightResolver {
     const TensorInfo& t = *l.info;
     const uint64_t have = t.numel();
     if (atLeast ? have < n : have != n)
-      fail(ErrorKind::Format, path(l), ": tensor '", t.name, "' has shape ", shapeText(t.shape),
+      fail(ErrorKind::Format, path(l), ": tensor '", t.name, "' has shape ", compactShapeText(t.shape),
            " (", have, " elements), expected ", atLeast ? "at least " : "", n, " elements");
     std::vector<float> out(n);
     const uint8_t* p = bytes(l);
     switch (t.dtype) {
       case Dtype::F32: std::copy_n(reinterpret_cast<const float*>(p), n, out.data()); break;
-      case Dtype::BF16: quant::bf16ToF32(reinterpret_cast<const uint16_t*>(p), out.data(), n); break;
-      case Dtype::F16: quant::f16ToF32(reinterpret_cast<const uint16_t*>(p), out.data(), n); break;
+      case Dtype::BF16: codec::bf16ToF32(reinterpret_cast<const uint16_t*>(p), out.data(), n); break;
+      case Dtype::F16: codec::f16ToF32(reinterpret_cast<const uint16_t*>(p), out.data(), n); break;
       default:
         fail(ErrorKind::Unsupported, path(l), ": tensor '", t.name, "' has dtype ",
              dtypeName(t.dtype), ", expected BF16, F16 or F32");
@@ -154,15 +112,10 @@ class WeightResolver {
       if (t.dtype != Dtype::U8 || t.nbytes() != shape[0] * shape[1])
         fail(ErrorKind::Format, path(*part[p]), ": expert tensor '", name, "' is ",
              dtypeName(t.dtype), " with ", t.nbytes(), " bytes, expected U8 with ",
-             shape[0] * shape[1], " bytes ", shapeText(shape));
+             shape[0] * shape[1], " bytes ", compactShapeText(shape));
     }
     auto mx = [&](int packed, size_t O, size_t I) {
-      WeightView w;
-      w.format = quant::WeightFormat::MXFP4;
-      w.rows = O;
-      w.cols = I;
-      w.data = bytes(*part[packed]);
-      w.scales = bytes(*part[packed + 1]);
+      WeightView w = codec::mxfp4View(O, I, bytes(*part[packed]), bytes(*part[packed + 1]));
       w.int8Activations = m_.opts_.int8Activations;  // ExpertResidency's slot views copy it
       return w;
     };
@@ -245,20 +198,20 @@ void checkIndexedShards(const std::string& dir, const std::set<std::string>& nam
 }
 
 // A spread container: every shard the manifest lists, in its root; the roots
-// are checked (directory, marker) by resolveSpreadRoots.
+// are checked (directory, marker) by shardRoots.
 std::vector<std::string> spreadShardPaths(const std::string& dir, const std::vector<std::string>& spread,
                                           std::vector<std::string>& rootDirs, std::set<std::string>& locations) {
   const std::string manifest = (fs::path(dir) / ExpertManifest::kFileName).string();
   const ExpertManifest m = ExpertManifest::load(manifest);
-  if (!m.spread() && !spread.empty())
-    fail(ErrorKind::Usage, "--spread: ", dir, " is not spread over several directories");
-  if (!m.spread())  // the index names shards elsewhere, the manifest does not
+  if (!m.spread() && spread.empty())  // the index names shards elsewhere, the manifest does not
     fail(ErrorKind::Format, dir, "/model.safetensors.index.json names shards outside the container, but ", manifest,
          " is not a spread container's (format_version ", m.formatVersion, ")");
-  rootDirs = resolveSpreadRoots(dir, m, spread);
+  const std::vector<ShardRoot> roots = shardRoots(dir, m, spread);  // Usage when --spread names a plain one
+  rootDirs.clear();
+  for (const ShardRoot& r : roots) rootDirs.push_back(r.dir);
   std::vector<std::string> paths;
   for (const ManifestShard& s : m.shards) {
-    const std::string path = (fs::path(rootDirs[static_cast<size_t>(s.root)]) / s.file).string();
+    const std::string path = shardPath(roots, s);
     if (!fs::exists(path))
       fail(ErrorKind::Missing, path, ": shard of ", dir, " (spread root ", s.root, ") is missing");
     paths.push_back(path);
@@ -281,9 +234,10 @@ void ModelWeights::prefault(bool withExperts) const {
     // stored after every other tensor in a k3 container shard).
     size_t end = m.size();
     if (!withExperts)
-      for (const TensorInfo& t : s.tensors())
-        if (t.name.find(".block_sparse_moe.experts.") != std::string::npos)
-          end = std::min<size_t>(end, s.dataOffset() + t.begin);
+      for (const TensorInfo& t : s.tensors()) {
+        ExpertName en;
+        if (parseExpertName(t.name, en)) end = std::min<size_t>(end, s.dataOffset() + t.begin);
+      }
     if (end == 0) continue;
     auto* p = const_cast<uint8_t*>(m.data());
     if (::madvise(p, end, MADV_POPULATE_READ) != 0) {
@@ -308,37 +262,49 @@ std::vector<FileId> ModelWeights::inputFiles() const {
   return ids;
 }
 
-std::unique_ptr<ModelWeights> ModelWeights::open(const std::string& dir, const WeightOptions& opts,
-                                                 const std::vector<std::string>& spread) {
-  refuseIfNotContainer(dir);
-  std::unique_ptr<ModelWeights> m(new ModelWeights());
-  m->dir_ = dir;
-  m->opts_ = opts;
-  m->cfg_ = ModelConfig::load((fs::path(dir) / "config.json").string());
-  const ModelConfig& c = m->cfg_;
-
+// Lists, checks against the index and opens the shards, and reads the config.
+void ModelWeights::readContainer(const std::vector<std::string>& spread) {
+  const std::string& dir = dir_;
+  cfg_ = ModelConfig::load((fs::path(dir) / "config.json").string());
   const std::set<std::string> named = indexedShards(dir);
   std::vector<std::string> paths;
   std::set<std::string> present;
-  m->rootDirs_ = {dir};
+  rootDirs_ = {dir};
   if (!spread.empty() || namesOtherRoots(named)) {
-    paths = spreadShardPaths(dir, spread, m->rootDirs_, present);
+    paths = spreadShardPaths(dir, spread, rootDirs_, present);
   } else {
     paths = shardPaths(dir);
     for (const auto& p : paths) present.insert(fs::path(p).filename().string());
   }
   if (paths.empty()) fail(ErrorKind::Missing, dir, ": no *.safetensors shards in the container");
   checkIndexedShards(dir, named, present);
-  m->shards_.reserve(paths.size());  // no reallocation: the resolver keeps pointers
-  for (const auto& p : paths) m->shards_.push_back(SafetensorsFile::open(p));
+  shards_.reserve(paths.size());  // no reallocation: the resolver keeps pointers
+  for (const auto& p : paths) shards_.push_back(SafetensorsFile::open(p));
+}
+
+std::unique_ptr<ModelWeights> ModelWeights::open(const std::string& dir, const WeightOptions& opts,
+                                                 const std::vector<std::string>& spread,
+                                                 std::optional<CheckedContainer> checked) {
+  refuseIfNotContainer(dir);
+  std::unique_ptr<ModelWeights> m(new ModelWeights());
+  m->dir_ = dir;
+  m->opts_ = opts;
+  if (checked) {  // read by the start gate: only the mappings are new
+    m->cfg_ = std::move(checked->config);
+    m->rootDirs_ = std::move(checked->rootDirs);
+    m->shards_ = std::move(checked->shards);
+    if (m->shards_.empty()) fail(ErrorKind::Missing, dir, ": no *.safetensors shards in the container");
+    for (SafetensorsFile& f : m->shards_) f.map();
+  } else {
+    m->readContainer(spread);
+  }
+  const ModelConfig& c = m->cfg_;
 
   // PEER prefix rule (spec §2.1).
   std::string prefix;
   {
     WeightResolver probe(*m, "");
-    if (!probe.find("model.layers.0.input_layernorm.weight") &&
-        probe.find(std::string(kLanguageModelPrefix) + "model.layers.0.input_layernorm.weight"))
-      prefix = std::string(kLanguageModelPrefix);
+    prefix = languageModelPrefix([&](const std::string& name) { return probe.find(name) != nullptr; });
   }
   WeightResolver r(*m, prefix);
 

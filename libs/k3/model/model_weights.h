@@ -8,17 +8,19 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "k3/codec/weight_view.h"
+#include "k3/format/checked_container.h"
 #include "k3/format/model_config.h"
 #include "k3/format/safetensors_file.h"
 #include "k3/io/output_file.h"
-#include "k3/quant/weight_view.h"
 
 namespace k3::model {
 
-using quant::WeightView;
+using codec::WeightView;
 
 struct KdaWeights {
   WeightView q, k, v, g, o;      // q/k/v/g: [P, D]; o: [D, P]
@@ -84,8 +86,12 @@ class ModelWeights {
   // followed through its manifest's roots, or `spread` (the other roots'
   // directories, in order) when the set was moved; a missing, wrong or
   // swapped directory or a missing shard fails here with one line.
+  // `checked`: the container as k3-run's start gate already read it
+  // (verify::checkContainerGate): its config and shard headers are used, not
+  // read again; the shards are only mapped.
   static std::unique_ptr<ModelWeights> open(const std::string& dir, const WeightOptions& opts = {},
-                                            const std::vector<std::string>& spread = {});
+                                            const std::vector<std::string>& spread = {},
+                                            std::optional<CheckedContainer> checked = std::nullopt);
 
   ModelWeights(const ModelWeights&) = delete;
   ModelWeights& operator=(const ModelWeights&) = delete;
@@ -113,6 +119,7 @@ class ModelWeights {
 
  private:
   ModelWeights() = default;
+  void readContainer(const std::vector<std::string>& spread);
   friend class WeightResolver;
 
   ModelConfig cfg_;

@@ -9,7 +9,7 @@
 #include "k3/model/expert_top_p.h"
 #include "k3/model/linear.h"
 #include "k3/kernels/ops.h"
-#include "k3/quant/act_q8.h"
+#include "k3/kernels/act_q8.h"
 
 namespace k3::model {
 
@@ -41,7 +41,7 @@ MoeLayer::MoeLayer(const ModelConfig& c, size_t maxChunk, size_t threads, bool i
     : D_(c.hiddenSize), E_(c.numExperts), k_(c.numExpertsPerToken), lat_(c.latentSize),
       inter_(c.moeIntermediateSize), ish_(c.sharedIntermediate()), b1_(c.situBeta),
       b2_(c.situLinearBeta), eps_(c.rmsNormEps),
-      q8_(int8Activations && c.latentSize % quant::kQ8Group == 0), topP_(expertTopP) {
+      q8_(int8Activations && c.latentSize % kernels::kQ8Group == 0), topP_(expertTopP) {
   checkExpertTopP(expertTopP, "expert top-p");
   router_.resize(maxChunk * E_);
   scores_.resize(maxChunk * E_);
@@ -61,7 +61,7 @@ MoeLayer::MoeLayer(const ModelConfig& c, size_t maxChunk, size_t threads, bool i
   acquired_.resize(E_);
   if (q8_) {
     zq_.resize(pairs * lat_);
-    zs_.resize(pairs * lat_ / quant::kQ8Group);
+    zs_.resize(pairs * lat_ / kernels::kQ8Group);
   } else {
     zg_.resize(pairs * lat_);
   }
@@ -150,7 +150,7 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
   // its first pair's row, then copied: a quarter of the bytes, and one
   // quantisation where w1 and w3 of every expert each made one); tokens in
   // parallel.
-  const size_t G = lat_ / quant::kQ8Group;
+  const size_t G = lat_ / kernels::kQ8Group;
   pool.forEach(n, [&](size_t t) {
     size_t* q = &pairOf_[t * k_];
     const size_t kt = static_cast<size_t>(kept_[t]);
@@ -159,7 +159,7 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
       for (size_t j = 0; j < kt; ++j) std::copy_n(&z_[t * lat_], lat_, &zg_[q[j] * lat_]);
       return;
     }
-    quant::quantizeActivationsQ8_32(&z_[t * lat_], lat_, &zq_[q[0] * lat_], &zs_[q[0] * G]);
+    kernels::quantizeActivationsQ8_32(&z_[t * lat_], lat_, &zq_[q[0] * lat_], &zs_[q[0] * G]);
     for (size_t j = 1; j < kt; ++j) {
       std::copy_n(&zq_[q[0] * lat_], lat_, &zq_[q[j] * lat_]);
       std::copy_n(&zs_[q[0] * G], G, &zs_[q[j] * G]);
@@ -226,7 +226,7 @@ void MoeLayer::runExpert(const ExpertWeights& e, size_t u, size_t tid) {
   auto apply = [&](const WeightView& w, const float* X, float* Y) { linearRows(w, X, m, Y, 0, w.rows); };
   if (q8_) {
     const int8_t* xq = &zq_[r0 * lat_];
-    const float* xs = &zs_[r0 * lat_ / quant::kQ8Group];
+    const float* xs = &zs_[r0 * lat_ / kernels::kQ8Group];
     linearRowsQ8(e.w1, xq, xs, m, h1, 0, e.w1.rows);
     linearRowsQ8(e.w3, xq, xs, m, h3, 0, e.w3.rows);
   } else {

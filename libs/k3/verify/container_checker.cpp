@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "k3/codec/stored_form.h"
 #include "k3/format/expert_manifest.h"
 #include "k3/format/safetensors_file.h"
 #include "k3/format/spread_layout.h"
@@ -113,23 +114,15 @@ class Checker {
   // The directories shards live in: DST, and for a spread container
   // (k3-repack --spread) its other roots, each with its location prefix. A
   // missing, wrong or swapped root stops the run here, naming it.
-  std::vector<std::pair<std::string, std::string>> shardDirs() const {
-    std::vector<std::pair<std::string, std::string>> dirs{{facts_.dir, "."}};
+  std::vector<ShardRoot> shardDirs() const {
     ExpertManifest m;
     try {
       m = ExpertManifest::load((fs::path(facts_.dir) / ExpertManifest::kFileName).string());
     } catch (const Error&) {
       if (!spread_.empty()) throw;  // --spread needs the manifest's roots
-      return dirs;                  // reported by loadConfigAndManifest
+      return {{facts_.dir, "."}};   // reported by loadConfigAndManifest
     }
-    if (!m.spread()) {
-      if (!spread_.empty())
-        fail(ErrorKind::Usage, "--spread: ", facts_.dir, " is not spread over several directories");
-      return dirs;
-    }
-    const std::vector<std::string> roots = resolveSpreadRoots(facts_.dir, m, spread_);
-    for (size_t k = 1; k < roots.size(); ++k) dirs.emplace_back(roots[k], m.roots[k]);
-    return dirs;
+    return shardRoots(facts_.dir, m, spread_);
   }
 
   void openShards() {
@@ -137,7 +130,8 @@ class Checker {
     if (!fs::is_directory(facts_.dir, ec))
       fail(ErrorKind::Io, facts_.dir, ": not a readable directory");
     std::vector<std::pair<std::string, std::string>> names;  // (location, path)
-    const auto dirs = shardDirs();
+    const std::vector<ShardRoot> dirs = shardDirs();
+    for (const ShardRoot& r : dirs) facts_.rootDirs.push_back(r.dir);
     for (size_t k = 0; k < dirs.size(); ++k) {
       const auto& [dir, root] = dirs[k];
       for (const auto& entry : fs::directory_iterator(dir, ec)) {
@@ -291,9 +285,7 @@ class Checker {
         if (b != 4 && b != 8 && b != 16)
           problem(ProblemKind::Manifest, "", "", cat("manifest settings carry bit width ", b, " (k3-repack writes 4, 8 or 16)"));
     }
-    const std::string plain = "model.layers.0.input_layernorm.weight";
-    if (!tensor(plain) && tensor(std::string(kLanguageModelPrefix) + plain))
-      facts_.prefix = std::string(kLanguageModelPrefix);
+    facts_.prefix = languageModelPrefix([&](const std::string& name) { return tensor(name) != nullptr; });
     if (facts_.manifest && facts_.manifest->prefix != facts_.prefix)
       problem(ProblemKind::Manifest, "", "",
               cat("manifest source.prefix is '", facts_.manifest->prefix, "' but the tensors carry '",
@@ -302,7 +294,7 @@ class Checker {
 
   int bitsFor(TensorClass cls) const {
     const ManifestFacts& m = *facts_.manifest;
-    return cls == TensorClass::Mla ? m.mlaBits : cls == TensorClass::Head ? m.headBits : m.bits;
+    return codec::classBits(cls, m.bits, m.mlaBits, m.headBits);
   }
 
   void expectShape(const std::string& file, const TensorInfo& t, const std::vector<uint64_t>& want,
@@ -348,21 +340,20 @@ class Checker {
   void checkQuantized(const ExpectedTensor& e, const TensorInfo& t, Located loc) {
     const ShardFacts& shard = facts_.shards[loc.shard];
     const uint64_t O = e.shape[0], I = e.shape.size() > 1 ? e.shape[1] : 1;
-    const std::string qsName = e.name + ".qs";
+    const std::string qsName = codec::scaleSidecarName(e.name);
     Located qloc;
     const TensorInfo* qs = tensor(qsName, &qloc);
     if (qs) claimed_.insert(qsName);
-    std::optional<QuantForm> form;
-    if (facts_.manifest) form = quantFormFor(bitsFor(e.cls), I);
+    std::optional<codec::StoredForm> form;
+    if (facts_.manifest) form = codec::storedFormFor(bitsFor(e.cls), I);
     const bool isFloat = isFloatDtype(t.dtype);
     if (!form) {  // no manifest settings: accept any valid stored form
-      form = isFloat ? QuantForm::KeepFloat
-                     : (t.shape.size() == 2 && t.shape[1] * 2 == I ? QuantForm::Int4 : QuantForm::Int8);
+      form = isFloat ? codec::StoredForm::KeepFloat
+                     : (t.shape.size() == 2 && t.shape[1] * 2 == I ? codec::StoredForm::Int4G64
+                                                                    : codec::StoredForm::Int8Rows);
     }
-    const char* formName = *form == QuantForm::KeepFloat ? "kept float"
-                           : *form == QuantForm::Int8   ? "int8 per-row"
-                                                        : "int4-g64";
-    if (*form == QuantForm::KeepFloat) {
+    const char* formName = codec::storedFormName(*form);
+    if (*form == codec::StoredForm::KeepFloat) {
       if (!isFloat)
         problem(ProblemKind::Dtype, shard.file, e.name,
                 cat("dtype ", dtypeName(t.dtype), ", expected BF16 (", tensorClassName(e.cls),
@@ -375,9 +366,7 @@ class Checker {
       problem(ProblemKind::Dtype, shard.file, e.name,
               cat("dtype ", dtypeName(t.dtype), ", expected U8 (", formName, ", ",
                   tensorClassName(e.cls), " bits ", facts_.manifest ? bitsFor(e.cls) : 0, ")"));
-    const bool int4 = *form == QuantForm::Int4;
-    expectShape(shard.file, t, int4 ? std::vector<uint64_t>{O, I / 2} : std::vector<uint64_t>{O, I},
-                formName);
+    expectShape(shard.file, t, codec::storedData(*form, O, I).shape, formName);
     if (!qs) {
       problem(ProblemKind::Sidecar, shard.file, qsName, "missing .qs sidecar of a quantized tensor");
       return;
@@ -385,7 +374,7 @@ class Checker {
     if (qs->dtype != Dtype::F32)
       problem(ProblemKind::Sidecar, shardOf(qsName), qsName,
               cat("sidecar dtype ", dtypeName(qs->dtype), ", expected F32"));
-    const std::vector<uint64_t> wantQs = int4 ? std::vector<uint64_t>{O, I / 64} : std::vector<uint64_t>{O};
+    const std::vector<uint64_t> wantQs = codec::storedScales(*form, O, I).shape;
     if (qs->shape != wantQs)
       problem(ProblemKind::Sidecar, shardOf(qsName), qsName,
               cat("sidecar shape is ", shapeText(qs->shape), ", expected ", shapeText(wantQs), " (",
@@ -589,12 +578,6 @@ class Checker {
 };
 
 }  // namespace
-
-QuantForm quantFormFor(int bits, uint64_t inputs) {
-  if (bits >= 16) return QuantForm::KeepFloat;
-  if (bits <= 4 && inputs % 64 == 0) return QuantForm::Int4;
-  return QuantForm::Int8;
-}
 
 ContainerFacts checkContainer(const std::string& dir, VerifyReport& report, const std::vector<std::string>& spread) {
   Checker checker(dir, spread, report);

@@ -1,8 +1,9 @@
 // Fast (metadata-only) checks of a repacked container directory: shard
 // headers, exact sizes, index <-> headers, the tensor set the config implies
-// (dtype, shape, quantized form and .qs sidecars per spec §5.5/§5.9, expected
-// bit widths from the manifest settings), container order (spec §5.6), and
-// agreement with k3-manifest.json. Reads headers only: seconds on 1.5 TB.
+// (dtype, shape, quantized form and .qs sidecars by codec's stored-form rule,
+// expected bit widths from the manifest settings), container order (spec
+// §5.6), and agreement with k3-manifest.json. Reads headers only: seconds on
+// 1.5 TB.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +33,7 @@ struct ContainerFacts {
   std::vector<ShardFacts> shards;  // sorted by file name
   std::optional<ModelConfig> config;
   std::string prefix;  // "" or "language_model."
+  std::vector<std::string> rootDirs;  // DST, then a spread container's other roots where they are now
   std::optional<ManifestFacts> manifest;
 };
 
@@ -41,10 +43,5 @@ struct ContainerFacts {
 // other roots' directories when they moved (k3-verify --spread).
 ContainerFacts checkContainer(const std::string& dir, VerifyReport& report,
                               const std::vector<std::string>& spread = {});
-
-// Expected stored form of a quantized-class tensor [O, I] at `bits` (spec §5.2):
-// BF16 kept (bits >= 16), int4-g64 (bits <= 4, I % 64 == 0) or int8 per-row.
-enum class QuantForm { KeepFloat, Int8, Int4 };
-QuantForm quantFormFor(int bits, uint64_t inputs);
 
 }  // namespace k3::verify

@@ -5,11 +5,15 @@
 // k3-verify would reject: an invalid manifest, a missing index, a
 // num_hidden_layers smaller than the container, a dtype changed U8 -> I8.
 // Reads headers and the small JSON files only (milliseconds on tiny, well
-// under a second on K3's 1.5 TB). Thread-safe.
+// under a second on K3's 1.5 TB). What it read is handed on, so the opener
+// (ModelWeights::open) does not read the container again. Thread-safe.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "k3/format/checked_container.h"
 
 namespace k3::verify {
 
@@ -21,6 +25,9 @@ namespace k3::verify {
 // "not a k3 container (convert it first)" message.
 // `spread`: a spread container's other roots where they are now (k3-run
 // --spread), else the roots its manifest records.
-void checkContainerGate(const std::string& dir, const std::vector<std::string>& spread = {});
+// Returns the config and shard headers the checks read (for
+// ModelWeights::open), or nothing for a directory that is not a container.
+std::optional<CheckedContainer> checkContainerGate(const std::string& dir,
+                                                   const std::vector<std::string>& spread = {});
 
 }  // namespace k3::verify

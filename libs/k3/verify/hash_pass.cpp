@@ -229,11 +229,13 @@ uint64_t hashSource(const std::string& srcDir, const SourceIndex& source, const 
       continue;
     }
     const UniqueFd& fd = in.fd;
-    uint8_t len[8];
-    if (size < 8 || preadFull(fd.fd, len, 8, 0, path) != 8) continue;  // reported below
     uint64_t n = 0;
-    for (int i = 7; i >= 0; --i) n = (n << 8) | len[i];
-    if (n > size - 8) continue;
+    try {
+      n = readSafetensorsHeaderLength(fd.fd, size, path);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::Format) throw;
+      continue;  // reported below
+    }
     std::vector<uint8_t> head(static_cast<size_t>(8 + n));
     if (preadFull(fd.fd, head.data(), head.size(), 0, path) != head.size()) continue;
     const std::string got = Sha256::hexOf(head.data(), head.size());

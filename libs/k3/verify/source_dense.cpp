@@ -4,12 +4,13 @@
 #include <cstring>
 #include <mutex>
 
+#include "k3/codec/bf16.h"
+#include "k3/codec/quantize.h"
+#include "k3/codec/stored_form.h"
 #include "k3/format/tensor_inventory.h"
 #include "k3/io/error.h"
 #include "k3/io/file_io.h"
 #include "k3/io/input_file.h"
-#include "k3/quant/bf16.h"
-#include "k3/quant/quantize.h"
 #include "k3/verify/job_runner.h"
 
 namespace k3::verify {
@@ -43,11 +44,14 @@ bool classify(const TensorInfo& t, const TensorInfo* qs, const SourceTensor& src
   const uint64_t O = src.shape[0], I = src.shape[1];
   job.rows = O;
   job.cols = I;
-  if (t.shape == std::vector<uint64_t>{O, I} && qs->shape == std::vector<uint64_t>{O}) {
+  auto storedAs = [&](codec::StoredForm f) {
+    return t.shape == codec::storedData(f, O, I).shape && qs->shape == codec::storedScales(f, O, I).shape;
+  };
+  if (storedAs(codec::StoredForm::Int8Rows)) {
     job.stored = Stored::Int8;
     return true;
   }
-  if (I % 64 == 0 && t.shape == std::vector<uint64_t>{O, I / 2} && qs->shape == std::vector<uint64_t>{O, I / 64}) {
+  if (I % codec::kInt4Group == 0 && storedAs(codec::StoredForm::Int4G64)) {
     job.stored = Stored::Int4;
     return true;
   }
@@ -108,9 +112,9 @@ class DenseComparer {
     for (size_t r0 = 0; r0 < rows; r0 += block) {
       const size_t nr = std::min(block, rows - r0);
       readExact(src_, reinterpret_cast<uint8_t*>(bf16.data()), nr * cols * 2, job_.source->begin + r0 * cols * 2);
-      quant::bf16ToF32(bf16.data(), f32.data(), nr * cols);
-      if (int4) quant::quantizeInt4G64(f32.data(), nr, cols, q.data(), scales.data());
-      else quant::quantizeInt8Rows(f32.data(), nr, cols, reinterpret_cast<int8_t*>(q.data()), scales.data());
+      codec::bf16ToF32(bf16.data(), f32.data(), nr * cols);
+      if (int4) codec::quantizeInt4G64(f32.data(), nr, cols, q.data(), scales.data());
+      else codec::quantizeInt8Rows(f32.data(), nr, cols, reinterpret_cast<int8_t*>(q.data()), scales.data());
       readExact(dst_, have.data(), nr * qRow, qBase + r0 * qRow);
       const size_t d = firstDifference(have.data(), q.data(), nr * qRow);
       if (d < nr * qRow)
@@ -139,7 +143,7 @@ uint64_t compareDenseWithSource(const SourceIndex& source, const ContainerFacts&
     if (!s.headerOk) continue;  // reported by the fast pass
     for (const TensorInfo& t : s.header.tensors) {
       ExpertName en;
-      if (parseExpertName(t.name, en) || endsWith(t.name, ".qs")) continue;  // experts: the hash pass
+      if (parseExpertName(t.name, en) || endsWith(t.name, codec::kScaleSidecarSuffix)) continue;  // experts: the hash pass
       const SourceTensor* src = source.find(t.name, facts.prefix);
       if (!src) {
         report.add(ProblemKind::Source, s.file, t.name, "dense tensor not found in the source snapshot");
@@ -148,7 +152,7 @@ uint64_t compareDenseWithSource(const SourceIndex& source, const ContainerFacts&
       DenseJob job;
       job.shard = &s;
       job.tensor = &t;
-      job.sidecar = s.header.find(t.name + ".qs");
+      job.sidecar = s.header.find(codec::scaleSidecarName(t.name));
       job.source = src;
       job.sourcePath = &source.paths[src->shard];
       if (!classify(t, job.sidecar, *src, job)) {

@@ -1,0 +1,119 @@
+// Internal: the AVX-512 IDOT kernels' loop nest (matmul_driver.h) for row
+// kernels that hand back each vector's 16-lane accumulator instead of its
+// sum. Sixteen rows' lanes are summed at once by a transpose-add (46
+// shuffles and adds for 16 rows, where a row at a time costs 8 on a latency
+// chain plus a scalar store); the routed experts' rows are one or two
+// 16-group steps long, so that tail was a large part of a row. Both
+// reductions add the same lanes in the same tree, (i, i+8), then (i, i+4),
+// (i, i+2), (0, 1), so a row's bits do not depend on which one it went
+// through (row ranges move with the thread schedule), and matmul == matvec
+// bit for bit.
+//
+// Internal linkage, AVX-512 TUs only (see matmul_driver.h).
+#pragma once
+
+#include <cstddef>
+
+#include "k3/kernels/act_q8.h"
+#include "k3/kernels/avx512_intrinsics.h"
+#include "k3/kernels/group_transpose_avx512.h"
+#include "k3/kernels/matmul_driver.h"
+
+namespace k3::kernels::avx512 {
+namespace {
+
+// The lanes of a summed in the fixed tree above.
+inline float rowSum16(__m512 a) {
+  const __m512 p = _mm512_add_ps(a, _mm512_shuffle_f32x4(a, a, 0xEE));  // lanes 0-7: a_i + a_(i+8)
+  const __m512 q = _mm512_add_ps(p, _mm512_shuffle_f32x4(p, p, 0x01));  // lanes 0-3: p_i + p_(i+4)
+  const __m512 r = _mm512_add_ps(q, _mm512_shuffle_ps(q, q, 0x0E));     // lanes 0-1: q_i + q_(i+2)
+  return _mm512_cvtss_f32(_mm512_add_ps(r, _mm512_shuffle_ps(r, r, 0x01)));
+}
+
+// [rowSum16(a[0]), ..., rowSum16(a[15])], the same additions sixteen rows at
+// a time (group_transpose_avx512.h's transposeReduce16).
+inline __m512 rowSums16(const __m512* a) {
+  return transposeReduce16(a, [](__m512 x, __m512 y) { return _mm512_add_ps(x, y); });
+}
+
+// Rows in runs of 16. Kernel must provide:
+//   template <int NV> void row(size_t r, size_t v0, __m512* acc) const;
+//     acc[j] = the 16-lane partial sums of row r for vector v0 + j, j < NV;
+//   const float* rowScales;  // multiplies each finished row sum, or nullptr;
+//   static constexpr bool kPacksRows, and if true
+//   template <int NV> bool block16(size_t r, size_t v0, __m512 (*acc)[16]) const;
+//     all of rows r..r+15 at once into acc[j][i] (row r + i), or false if it
+//     cannot (the rows are then computed one at a time).
+template <int NV, class Kernel>
+inline void runVectorGroup16(const Kernel& k, size_t v0, size_t rb, size_t re, size_t rows, float* Y) {
+  constexpr size_t kRows = 16;
+  for (size_t r = rb; r < re; r += kRows) {
+    const size_t m = re - r < kRows ? re - r : kRows;
+    __m512 acc[NV][kRows];
+    bool packed = false;
+    if constexpr (Kernel::kPacksRows) packed = m == kRows && k.template block16<NV>(r, v0, acc);
+    if (!packed) {
+      size_t i = 0;
+      if constexpr (Kernel::kPairsRows)
+        for (; i + 2 <= m; i += 2) {
+          __m512 a[NV], b[NV];
+          k.template rowPair<NV>(r + i, v0, a, b);
+          for (int j = 0; j < NV; ++j) acc[j][i] = a[j], acc[j][i + 1] = b[j];
+        }
+      for (; i < m; ++i) {
+        __m512 a[NV];
+        k.template row<NV>(r + i, v0, a);
+        for (int j = 0; j < NV; ++j) acc[j][i] = a[j];
+      }
+    }
+    for (int j = 0; j < NV; ++j) {
+      float* y = Y + (v0 + j) * rows + r;
+      if (m == kRows) {
+        __m512 s = rowSums16(acc[j]);
+        if (k.rowScales) s = _mm512_mul_ps(_mm512_loadu_ps(k.rowScales + r), s);
+        _mm512_storeu_ps(y, s);
+      } else {
+        for (size_t i = 0; i < m; ++i) {
+          const float s = rowSum16(acc[j][i]);
+          y[i] = k.rowScales ? k.rowScales[r + i] * s : s;
+        }
+      }
+    }
+  }
+}
+
+template <int NV, class Kernel>
+inline void runRest16(const Kernel& k, size_t v, size_t rest, size_t rb, size_t re, size_t rows, float* Y) {
+  if constexpr (NV >= 1) {
+    if (rest == size_t(NV)) return runVectorGroup16<NV>(k, v, rb, re, rows, Y);
+    runRest16<NV - 1>(k, v, rest, rb, re, rows, Y);
+  }
+}
+
+template <int NVMAX, class Kernel>
+inline void runBlocked16(const Kernel& k, size_t n, size_t r0, size_t r1, size_t rows, float* Y) {
+  static_assert(NVMAX >= 1 && NVMAX <= 8);
+  for (size_t rb = r0; rb < r1; rb += kRowBlock) {
+    const size_t re = rb + kRowBlock < r1 ? rb + kRowBlock : r1;
+    size_t v = 0;
+    for (; v + NVMAX <= n; v += NVMAX) runVectorGroup16<NVMAX>(k, v, rb, re, rows, Y);
+    runRest16<NVMAX - 1>(k, v, n - v, rb, re, rows, Y);
+  }
+}
+
+// An IDOT kernel's whole call: re-lays each of the n activation vectors once
+// (relayout(xq, xs, groups, out), k.stride bytes each, on the stack up to
+// StackBytes), points the kernel's X at them and runs rows [r0, r1).
+template <int NVMAX, size_t StackBytes, class Kernel, class Relayout>
+inline void runRelaid16(Kernel k, Relayout relayout, const int8_t* Xq, const float* Xs, size_t n,
+                        size_t r0, size_t r1, size_t rows, float* Y) {
+  if (n == 0 || r0 == r1) return;
+  const size_t groups = k.cols / kQ8Group;
+  RelaidActivations<StackBytes> relaid(n * k.stride);
+  for (size_t v = 0; v < n; ++v) relayout(Xq + v * k.cols, Xs + v * groups, groups, relaid.data() + v * k.stride);
+  k.X = relaid.data();
+  runBlocked16<NVMAX>(k, n, r0, r1, rows, Y);
+}
+
+}  // namespace
+}  // namespace k3::kernels::avx512

@@ -1,0 +1,47 @@
+// Helpers shared by the codec and kernels tests: the ISAs this CPU runs, deterministic
+// random data, and float <-> bits.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "k3/kernels/cpu_features.h"
+
+namespace k3test {
+
+inline std::vector<k3::kernels::Isa> supportedIsas() {
+  std::vector<k3::kernels::Isa> out;
+  for (auto isa : {k3::kernels::Isa::Scalar, k3::kernels::Isa::Avx2, k3::kernels::Isa::Avx512})
+    if (k3::kernels::isaSupported(isa)) out.push_back(isa);
+  return out;
+}
+
+inline uint32_t bitsOf(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float floatOf(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+inline std::vector<float> uniformFloats(size_t n, uint64_t seed, float lo = -1.f, float hi = 1.f) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+inline std::vector<uint8_t> randomBytes(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<uint8_t> v(n);
+  for (auto& b : v) b = uint8_t(rng());
+  return v;
+}
+
+}  // namespace k3test
