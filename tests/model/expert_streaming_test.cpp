@@ -114,6 +114,30 @@ TEST(ExpertStreaming, ManyTakersTinyBudgetsGetEveryExpertOnceWithItsBytes) {
       }
 }
 
+// Unbounded, the experts come through the same next() as streamed ones, in
+// place in the mapping, those with the most rows first (ties in list order),
+// each once; without rows, in list order.
+TEST(ExpertStreaming, UnboundedHandsOutMappedExpertsHeaviestFirst) {
+  auto w = ModelWeights::open(container("tiny", 8));
+  ExpertResidency r(*w, 0);
+  ASSERT_FALSE(r.bounded());
+  const int layer = w->config().firstKDenseReplace;
+  const std::vector<int> ids{1, 2, 4, 5, 7};
+  const std::vector<size_t> rows{2, 5, 1, 5, 3};
+  auto order = [&](const size_t* rowsOrNull) {
+    r.willUse(layer, ids.data(), ids.size(), rowsOrNull);
+    std::vector<size_t> got;
+    while (ExpertLease l = r.next()) {
+      EXPECT_EQ(&l.weights(), &w->layer(layer).moeW.experts[static_cast<size_t>(ids[l.index()])]);
+      got.push_back(l.index());
+    }
+    return got;
+  };
+  EXPECT_EQ(order(rows.data()), (std::vector<size_t>{1, 3, 4, 0, 2}));
+  EXPECT_EQ(order(nullptr), (std::vector<size_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(r.bytesRead(), ids.size() * r.bytesPerExpert());  // each expert counted at its first touch
+}
+
 // A budget that holds every expert: a list seen before is served without reads.
 TEST(ExpertStreaming, HeldExpertsAreNotReadAgain) {
   auto w = ModelWeights::open(container("tiny", 8));

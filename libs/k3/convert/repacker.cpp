@@ -252,6 +252,105 @@ void validateTokenizerFiles(const Snapshot& snap) {
     (void)tok::AddedTokens::fromConfigText(readInputFile(config, kTokenizerConfigInput), vocab.size(), config);
 }
 
+// The roots a run writes to: --spread's directories after DST, and each
+// one's path as the manifest records it (relative to DST). Without --spread:
+// DST alone, and nothing recorded.
+struct SpreadRoots {
+  std::vector<std::string> dirs, recorded;
+  int count() const { return static_cast<int>(dirs.size()); }
+  // Where a planned shard is relative to DST (its name in the index and the summary).
+  std::string location(const ShardPlan& p) const {
+    return recorded.empty() ? p.outputFile : spreadLocation(recorded[static_cast<size_t>(p.root)], p.outputFile);
+  }
+};
+
+SpreadRoots spreadRoots(const RepackOptions& opt) {
+  SpreadRoots r;
+  r.dirs.push_back(opt.dst);
+  if (opt.spread.empty()) return r;
+  r.recorded.push_back(".");
+  for (const std::string& dir : opt.spread) {
+    if (realPath(dir) == realPath(opt.src)) fail(ErrorKind::Usage, dir, ": a --spread directory must differ from SRC");
+    std::string rel = relativeRootPath(opt.dst, dir);
+    if (std::find(r.recorded.begin(), r.recorded.end(), rel) != r.recorded.end())
+      fail(ErrorKind::Usage, dir, ": --spread names this directory twice");
+    r.recorded.push_back(std::move(rel));
+    r.dirs.push_back(dir);
+  }
+  return r;
+}
+
+// The source shards --shards names (every text shard without it; none with
+// --finalize, though --shards is still checked).
+std::vector<const SourceShard*> selectShards(const Snapshot& snap, const RepackOptions& opt) {
+  const std::vector<const SourceShard*> text = snap.textShards();
+  if (opt.shards.empty()) return opt.finalizeOnly ? std::vector<const SourceShard*>{} : text;
+  std::vector<const SourceShard*> selected;
+  for (int n : opt.shards) {
+    auto it = std::find_if(text.begin(), text.end(), [&](const SourceShard* sh) { return sh->number == n; });
+    if (it == text.end()) {
+      const SourceShard* sh = snap.shardByNumber(n);
+      fail(ErrorKind::Usage, "--shards: source shard ", n,
+           sh ? " holds only vision tensors (dropped)" : " does not exist in the snapshot");
+    }
+    selected.push_back(*it);
+  }
+  if (opt.finalizeOnly) selected.clear();
+  return selected;
+}
+
+// A selected source shard's output parts not yet converted.
+struct ShardTodo {
+  const SourceShard* shard;
+  std::vector<size_t> parts;  // indices into planShardParts' result
+  uint64_t sourceBytes = 0;   // of those parts
+};
+
+// What is left to do, and every selected part's status in `sum.shards`
+// (this also refuses changed sources). Plans are rebuilt on demand (cheap)
+// so that only one shard's are held at a time.
+std::vector<ShardTodo> planWork(const Snapshot& snap, const RepackOptions& opt, const ExpertManifest& run,
+                                const SpreadRoots& roots, RepackSummary& sum) {
+  std::vector<ShardTodo> todo;
+  const bool dstExists = exists(opt.dst);
+  for (const SourceShard* sh : selectShards(snap, opt)) {
+    const std::vector<ShardPlan> parts = planShardParts(snap, *sh, sum.bits, roots.count());
+    ShardTodo t{sh, {}};
+    for (size_t k = 0; k < parts.size(); ++k) {
+      const ShardPlan& p = parts[k];
+      ShardStatus st{roots.location(p), sh->file, p.fileSize, p.experts.size(), p.quantizedTensors};
+      const bool done = dstExists && shardDone(p, run, opt.dst, roots.dirs, nullptr);
+      st.state = done ? ShardStatus::State::Skipped : ShardStatus::State::Planned;
+      if (!done) {
+        t.parts.push_back(k);
+        t.sourceBytes += p.sourceBytes;
+      }
+      sum.shards.push_back(st);
+    }
+    if (!t.parts.empty()) todo.push_back(std::move(t));
+  }
+  return todo;
+}
+
+// Binds every root but DST to this container (its marker) before a shard goes there.
+void bindRoots(const std::vector<std::string>& rootDirs, const ExpertManifest& run) {
+  for (size_t k = 1; k < rootDirs.size(); ++k) {
+    makeDir(rootDirs[k]);
+    const std::string marker = rootDirs[k] + "/" + SpreadMarker::kFileName;
+    const SpreadMarker want = SpreadMarker::forRoot(run, static_cast<int>(k));
+    if (exists(marker)) {
+      const SpreadMarker have = SpreadMarker::parse(readInputFile(marker, kConfigInput), marker);
+      if (have != want)
+        fail(ErrorKind::Mismatch, marker, ": ", rootDirs[k], " already holds root ", have.root, " of ", have.roots,
+             " of another container or --spread order (config sha256 ", have.configSha256.substr(0, 12),
+             "…, bits ", have.settings.bits, "), not root ", k, " of ", rootDirs.size(),
+             " of this one; give each container its own --spread directories, in the same order on reruns");
+    } else {
+      writeFileAtomic(marker, want.toJson());
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<int> parseShardList(const std::string& list) {
@@ -303,61 +402,12 @@ RepackSummary repack(const RepackOptions& opt) {
   validateTokenizerFiles(snap);
   if (snap.droppedTensors())
     log(cat("k3-repack: --drop-unknown: leaving out ", snap.droppedTensors(), " tensors config.json does not imply"));
-  // --spread: root k's directory and its path as recorded (relative to DST).
-  std::vector<std::string> rootDirs{opt.dst}, roots;
-  if (!opt.spread.empty()) {
-    roots.push_back(".");
-    for (const std::string& dir : opt.spread) {
-      if (realPath(dir) == realPath(opt.src)) fail(ErrorKind::Usage, dir, ": a --spread directory must differ from SRC");
-      std::string rel = relativeRootPath(opt.dst, dir);
-      if (std::find(roots.begin(), roots.end(), rel) != roots.end())
-        fail(ErrorKind::Usage, dir, ": --spread names this directory twice");
-      roots.push_back(std::move(rel));
-      rootDirs.push_back(dir);
-    }
-  }
-  const int rootCount = static_cast<int>(rootDirs.size());
-  const ExpertManifest run = runIdentity(snap, sum.bits, roots);
-  // Plans are rebuilt on demand (cheap) so that only one is held at a time.
-  const std::vector<const SourceShard*> text = snap.textShards();
-  sum.textShards = static_cast<int>(text.size());
-  std::vector<const SourceShard*> selected;
-  if (opt.shards.empty()) {
-    selected = text;
-  } else {
-    for (int n : opt.shards) {
-      auto it = std::find_if(text.begin(), text.end(),
-                             [&](const SourceShard* sh) { return sh->number == n; });
-      if (it == text.end()) {
-        const SourceShard* sh = snap.shardByNumber(n);
-        fail(ErrorKind::Usage, "--shards: source shard ", n,
-             sh ? " holds only vision tensors (dropped)" : " does not exist in the snapshot");
-      }
-      selected.push_back(*it);
-    }
-  }
-  if (opt.finalizeOnly) selected.clear();
-
-  // Decide what is left to do (this also refuses changed sources).
-  std::vector<std::pair<const SourceShard*, size_t>> todo;  // (shard, part)
+  const SpreadRoots roots = spreadRoots(opt);
+  const ExpertManifest run = runIdentity(snap, sum.bits, roots.recorded);
+  sum.textShards = static_cast<int>(snap.textShards().size());
+  const std::vector<ShardTodo> todo = planWork(snap, opt, run, roots, sum);
   uint64_t total = 0;
-  auto location = [&](const ShardPlan& p) {
-    return roots.empty() ? p.outputFile : spreadLocation(roots[static_cast<size_t>(p.root)], p.outputFile);
-  };
-  for (const SourceShard* sh : selected) {
-    const std::vector<ShardPlan> parts = planShardParts(snap, *sh, sum.bits, rootCount);
-    for (size_t k = 0; k < parts.size(); ++k) {
-      const ShardPlan& p = parts[k];
-      ShardStatus st{location(p), sh->file, p.fileSize, p.experts.size(), p.quantizedTensors};
-      const bool done = exists(opt.dst) && shardDone(p, run, opt.dst, rootDirs, nullptr);
-      st.state = done ? ShardStatus::State::Skipped : ShardStatus::State::Planned;
-      if (!done) {
-        todo.emplace_back(sh, k);
-        total += p.sourceBytes;
-      }
-      sum.shards.push_back(st);
-    }
-  }
+  for (const ShardTodo& t : todo) total += t.sourceBytes;
   if (opt.dryRun) {
     sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return sum;
@@ -369,52 +419,41 @@ RepackSummary repack(const RepackOptions& opt) {
   if (lock.previousHolder() > 0)
     log(cat("k3-repack: taking over the lock of PID ", lock.previousHolder(), " (no longer running)"));
   makeDir(partsDir(opt.dst));
-  // Every other root is bound to this container before a shard goes there.
-  for (size_t k = 1; k < rootDirs.size(); ++k) {
-    makeDir(rootDirs[k]);
-    const std::string marker = rootDirs[k] + "/" + SpreadMarker::kFileName;
-    const SpreadMarker want = SpreadMarker::forRoot(run, static_cast<int>(k));
-    if (exists(marker)) {
-      const SpreadMarker have = SpreadMarker::parse(readInputFile(marker, kConfigInput), marker);
-      if (have != want)
-        fail(ErrorKind::Mismatch, marker, ": ", rootDirs[k], " already holds root ", have.root, " of ", have.roots,
-             " of another container or --spread order (config sha256 ", have.configSha256.substr(0, 12),
-             "…, bits ", have.settings.bits, "), not root ", k, " of ", rootDirs.size(),
-             " of this one; give each container its own --spread directories, in the same order on reruns");
-    } else {
-      writeFileAtomic(marker, want.toJson());
-    }
-  }
+  bindRoots(roots.dirs, run);
   ProgressMeter progress(total, opt.progress);
   if (!todo.empty()) {
     ShardConverter conv(opt.converter);
-    for (const auto& [sh, part] : todo) {
-      const ShardPlan p = std::move(planShardParts(snap, *sh, sum.bits, rootCount)[part]);
-      progress.setLabel(p.outputFile);
-      ManifestShard ms = conv.convert(p, rootDirs[static_cast<size_t>(p.root)], progress);
-      ms.root = p.root;
-      tick();  // shard published, fragment not yet
-      ExpertManifest frag = run;
-      frag.shards.push_back(std::move(ms));
-      frag.save(fragmentPath(opt.dst, p.outputFile));
-      tick();
-      sum.bytesRead += p.sourceBytes;
-      sum.bytesWritten += p.fileSize;
-      if (conv.lastStats().scaleEdgeBytes)
-        log(cat("k3-repack: warning: ", p.outputFile, ": ", conv.lastStats().scaleEdgeBytes,
-                " expert scale bytes are 0 or 255 (engines decode these differently, spec 4)"));
-      sum.scaleEdgeBytes += conv.lastStats().scaleEdgeBytes;
-      for (ShardStatus& st : sum.shards)
-        if (st.output == location(p)) st.state = ShardStatus::State::Converted;
+    for (const ShardTodo& t : todo) {
+      // The shard's parts planned once, each part converted from its plan.
+      std::vector<ShardPlan> parts = planShardParts(snap, *t.shard, sum.bits, roots.count());
+      for (size_t part : t.parts) {
+        const ShardPlan p = std::move(parts[part]);
+        progress.setLabel(p.outputFile);
+        ManifestShard ms = conv.convert(p, roots.dirs[static_cast<size_t>(p.root)], progress);
+        ms.root = p.root;
+        tick();  // shard published, fragment not yet
+        ExpertManifest frag = run;
+        frag.shards.push_back(std::move(ms));
+        frag.save(fragmentPath(opt.dst, p.outputFile));
+        tick();
+        sum.bytesRead += p.sourceBytes;
+        sum.bytesWritten += p.fileSize;
+        if (conv.lastStats().scaleEdgeBytes)
+          log(cat("k3-repack: warning: ", p.outputFile, ": ", conv.lastStats().scaleEdgeBytes,
+                  " expert scale bytes are 0 or 255 (engines decode these differently, spec 4)"));
+        sum.scaleEdgeBytes += conv.lastStats().scaleEdgeBytes;
+        for (ShardStatus& st : sum.shards)
+          if (st.output == roots.location(p)) st.state = ShardStatus::State::Converted;
+      }
     }
     progress.finish();
   }
   if (opt.shards.empty() || opt.finalizeOnly) {
-    finalize(snap, sum.bits, run, opt.dst, rootDirs, tick);
+    finalize(snap, sum.bits, run, opt.dst, roots.dirs, tick);
     sum.finalized = true;
     log(cat("k3-repack: container complete: ", opt.dst, "/", ExpertManifest::kFileName));
   } else {
-    rebuildIndex(opt.dst, snap.outputShardTotal(), rootDirs, roots);
+    rebuildIndex(opt.dst, snap.outputShardTotal(), roots.dirs, roots.recorded);
   }
   sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return sum;

@@ -11,8 +11,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 
+#include "k3/io/stack_or_heap.h"
 #include "k3/kernels/matvec_kernels.h"
 
 namespace k3::kernels {
@@ -23,22 +23,7 @@ namespace {
 // on the heap once per call (large prefill batches), left uninitialised:
 // the re-layout writes every byte before a kernel reads it.
 template <size_t StackBytes>
-class RelaidActivations {
- public:
-  explicit RelaidActivations(size_t bytes) {
-    if (bytes <= StackBytes) return;
-    heap_.reset(new int8_t[bytes]);
-    data_ = heap_.get();
-  }
-  RelaidActivations(const RelaidActivations&) = delete;
-  RelaidActivations& operator=(const RelaidActivations&) = delete;
-  int8_t* data() { return data_; }
-
- private:
-  alignas(64) int8_t stack_[StackBytes];
-  std::unique_ptr<int8_t[]> heap_;
-  int8_t* data_ = stack_;
-};
+using RelaidActivations = StackOrHeap<int8_t, StackBytes>;
 
 // Software prefetch distance along a row's weight bytes in the IDOT row
 // kernels. One row at a time is one memory stream per core, which the

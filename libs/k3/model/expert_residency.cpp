@@ -53,6 +53,7 @@ ExpertResidency::ExpertResidency(const ModelWeights& w, uint64_t budgetBytes, Re
   if (!bounded() || w.bytesPerExpert() == 0) {
     budget_ = 0;
     seen_.assign(keys, 0);
+    handOrder_.reserve(static_cast<size_t>(numExperts_));
     return;
   }
   // An expert's range starts anywhere inside a page: widened to pages it
@@ -140,7 +141,7 @@ const ExpertWeights& ExpertResidency::expert(size_t k) const {
   return w_.layer(layer).moeW.experts[k % static_cast<size_t>(numExperts_)];
 }
 
-void ExpertResidency::willUse(int layer, const int* ids, size_t n) {
+void ExpertResidency::willUse(int layer, const int* ids, size_t n, const size_t* rows) {
   for (size_t i = 0; i < n; ++i) {
     if (ids[i] < 0 || ids[i] >= numExperts_ || (i > 0 && ids[i] <= ids[i - 1]))
       fail(ErrorKind::Internal, "ExpertResidency::willUse: layer ", layer, ": expert ids not unique ascending in [0, ",
@@ -181,7 +182,14 @@ void ExpertResidency::willUse(int layer, const int* ids, size_t n) {
   if (bounded()) {
     interleavePendingLocked();
     scheduleLocked();
+    return;
   }
+  handOrder_.resize(n);
+  for (size_t i = 0; i < n; ++i) handOrder_[i] = i;
+  auto heavier = [rows](size_t a, size_t b) { return rows[a] > rows[b]; };
+  // Already in order (a decode step: one row each) needs no sort, nor its buffer.
+  if (rows && !std::is_sorted(handOrder_.begin(), handOrder_.end(), heavier))
+    std::stable_sort(handOrder_.begin(), handOrder_.end(), heavier);
 }
 
 void ExpertResidency::interleavePendingLocked() {
@@ -210,7 +218,7 @@ ExpertLease ExpertResidency::next() {
   ExpertLease l;
   if (!bounded()) {
     if (handedOut_ == list_.size()) return l;
-    const size_t i = handedOut_++;
+    const size_t i = handOrder_[handedOut_++];
     const size_t k = list_[i];
     if (!seen_[k]) {
       seen_[k] = 1;
@@ -248,18 +256,6 @@ ExpertLease ExpertResidency::next() {
 }
 
 uint64_t ExpertResidency::bytesPerExpert() const { return w_.bytesPerExpert(); }
-
-const ExpertWeights& ExpertResidency::mapped(int layer, int id) {
-  if (bounded()) fail(ErrorKind::Internal, "ExpertResidency::mapped: bounded experts are reached through next()");
-  const size_t k = key(layer, id);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!seen_[k]) {
-    seen_[k] = 1;
-    stats_.expertBytes += w_.bytesPerExpert();
-    stats_.residentBytes += w_.bytesPerExpert();
-  }
-  return expert(k);
-}
 
 void ExpertResidency::release(int32_t s) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -1,8 +1,12 @@
 // ExpertResidency: how the routed experts reach the kernels, and how much of
-// them stays in memory (--expert-gb).
+// them stays in memory (--expert-gb). One way in, whichever the mode: the
+// layer names its experts with willUse(), then compute threads take them with
+// next() until it returns an empty lease.
 //
 // Unbounded (budget 0): experts are used in place through the shard mapping,
-// zero-copy; the page cache keeps what the machine can hold.
+// zero-copy; the page cache keeps what the machine can hold. next() hands
+// them out at once, those with the most rows first (willUse's `rows`), so
+// threads taking them in turn finish together and the last taken are small.
 //
 // Bounded: a fixed pool of expert-sized slots (budget ÷ slot bytes, at least
 // one) holds experts, least recently used evicted first. willUse() hands every
@@ -97,15 +101,16 @@ class ExpertResidency {
   ExpertResidency& operator=(const ExpertResidency&) = delete;
 
   // Starts the list of unique experts (ids ascending) that layer `layer` uses
-  // now; bounded, reads of the ones not held start at once. Replaces any
-  // earlier list; call from one thread, with no lease of the earlier list out.
-  void willUse(int layer, const int* ids, size_t n);
-  // The next expert of the list that is ready, waiting for a read if none is;
-  // an empty lease once every expert of the list has been handed out. Safe
-  // from many threads. Throws the read's error for an expert that failed.
+  // now; bounded, reads of the ones not held start at once. rows (optional,
+  // [n]): the work each carries; unbounded, next() hands out the most rows
+  // first (ties in list order), bounded it is not used. Replaces any earlier
+  // list; call from one thread, with no lease of the earlier list out.
+  void willUse(int layer, const int* ids, size_t n, const size_t* rows = nullptr);
+  // The next expert of the list that is ready (unbounded: all of them, in
+  // place), waiting for a read if none is; an empty lease once every expert
+  // of the list has been handed out. Safe from many threads. Throws the
+  // read's error for an expert that failed.
   ExpertLease next();
-  // Unbounded only: the expert in place in the mapping.
-  const ExpertWeights& mapped(int layer, int id);
 
   ResidencyStats stats() const;
   uint64_t bytesRead() const { return stats().expertBytes; }
@@ -157,6 +162,7 @@ class ExpertResidency {
   uint64_t stride_ = 0;  // slot bytes: expert bytes widened to 4 KiB pages, + one page
 
   std::vector<uint8_t> seen_;  // unbounded: experts touched once
+  std::vector<size_t> handOrder_;  // unbounded: list indices in the order next() hands them out
 
   // Bounded: files, slots and the current list; everything below mu_ is guarded by it.
   std::vector<int> fds_, directFds_;  // per shard; directFds_ -1 where O_DIRECT cannot be opened

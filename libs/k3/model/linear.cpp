@@ -1,9 +1,9 @@
 #include "k3/model/linear.h"
 
 #include <algorithm>
-#include <memory>
 
 #include "k3/io/error.h"
+#include "k3/io/stack_or_heap.h"
 
 #include "k3/kernels/act_q8.h"
 #include "k3/kernels/matvec.h"
@@ -33,25 +33,16 @@ void q8Rows(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, fl
 }
 
 // Storage for `values` quantised activations and their group scales: on the
-// stack up to kStackQ8Values (every decode call), else on the heap, left
-// uninitialised (the quantiser writes every value before it is read).
+// stack up to kStackQ8Values (every decode call), else on the heap.
 class Q8Buffer {
  public:
-  explicit Q8Buffer(size_t values) {
-    if (values <= kStackQ8Values) return;
-    heapQ_.reset(new int8_t[values]);
-    heapS_.reset(new float[values / kernels::kQ8Group]);
-    q = heapQ_.get();
-    s = heapS_.get();
-  }
-  int8_t* q = stackQ_;
-  float* s = stackS_;
+  explicit Q8Buffer(size_t values) : q_(values), s_(values / kernels::kQ8Group) {}
+  int8_t* q() { return q_.data(); }
+  float* s() { return s_.data(); }
 
  private:
-  alignas(32) int8_t stackQ_[kStackQ8Values];
-  alignas(32) float stackS_[kStackQ8Values / kernels::kQ8Group];
-  std::unique_ptr<int8_t[]> heapQ_;
-  std::unique_ptr<float[]> heapS_;
+  StackOrHeap<int8_t, kStackQ8Values> q_;
+  StackOrHeap<float, kStackQ8Values / kernels::kQ8Group> s_;
 };
 
 }  // namespace
@@ -63,8 +54,8 @@ bool usesInt8Activations(const WeightView& w) {
 void linearRows(const WeightView& w, const float* X, size_t n, float* Y, size_t r0, size_t r1) {
   if (!usesInt8Activations(w) || n == 0) return f32Rows(w, X, n, Y, r0, r1);
   Q8Buffer xq(n * w.cols);
-  kernels::quantizeActivationsQ8_32(X, n * w.cols, xq.q, xq.s);
-  q8Rows(w, xq.q, xq.s, n, Y, r0, r1);
+  kernels::quantizeActivationsQ8_32(X, n * w.cols, xq.q(), xq.s());
+  q8Rows(w, xq.q(), xq.s(), n, Y, r0, r1);
 }
 
 void linearRowsQ8(const WeightView& w, const int8_t* Xq, const float* Xs, size_t n, float* Y, size_t r0,
@@ -96,8 +87,8 @@ void linear(ThreadPool& pool, std::initializer_list<LinearJob> jobs, size_t n) {
   for (size_t j = 0; j < J; ++j)
     if (usesInt8Activations(*job[j].w)) need += n * job[j].w->cols;
   Q8Buffer buffer(need);
-  int8_t* q = buffer.q;
-  float* sc = buffer.s;
+  int8_t* q = buffer.q();
+  float* sc = buffer.s();
   for (size_t j = 0; j < J; ++j) {
     if (!usesInt8Activations(*job[j].w)) continue;
     for (size_t i = 0; i < j && !xq[j]; ++i)

@@ -1,7 +1,6 @@
 #include "k3/model/moe_layer.h"
 
 #include <algorithm>
-#include <atomic>
 #include <exception>
 #include <mutex>
 
@@ -52,13 +51,12 @@ MoeLayer::MoeLayer(const ModelConfig& c, size_t maxChunk, size_t threads, bool i
   u_.resize(maxChunk * lat_);
   unique_.reserve(E_);
   slot_.resize(E_);
-  order_.resize(E_);
   const size_t pairs = maxChunk * k_;
   rowBegin_.resize(E_ + 1);
+  rowCount_.resize(E_);
   rowCursor_.resize(E_);
   rowWeight_.resize(pairs);
   pairOf_.resize(pairs);
-  acquired_.resize(E_);
   if (q8_) {
     zq_.resize(pairs * lat_);
     zs_.resize(pairs * lat_ / kernels::kQ8Group);
@@ -79,29 +77,65 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
   if (pool.size() * hPerThread_ > h1_.size())
     fail(ErrorKind::Internal, "MoeLayer::forward: a pool of ", pool.size(), " threads for ", h1_.size() / hPerThread_);
   PhaseClock clock(times);
-  // 1–3. Route every token of the chunk. With every expert mapped the
-  // projections of x that do not depend on the routing share the router's
-  // fork-join; with a residency budget they run after the routing instead,
-  // while the expert reads willUse() starts are in flight.
-  const bool bounded = residency.bounded();
-  if (bounded)
+  // The projections of x that do not depend on the routing: with every
+  // expert mapped they share the router's fork-join; with a residency budget
+  // they run after willUse() instead, while the expert reads it starts are in
+  // flight. Only when they run differs, not what they compute.
+  const bool projectDuringReads = residency.bounded();
+  // 1–3. Route every token of the chunk and list the experts it uses.
+  if (projectDuringReads)
     linear(pool, w.router, x, n, router_.data());
   else
+    projectInputs(w, x, n, pool, /*withRouter=*/true);
+  clock.lap(Phase::kMoeInput);
+  route(w, n, pool);
+  const size_t pairs = listExperts(n);
+  residency.willUse(layer, unique_.data(), unique_.size(), rowCount_.data());
+  if (times) {
+    times->expertBytes += static_cast<double>(unique_.size() * residency.bytesPerExpert());
+    times->expertPairs += static_cast<double>(pairs);
+    times->moeRows += static_cast<double>(n);
+  }
+  clock.lap(Phase::kMoeRouting);
+  if (projectDuringReads) {
+    projectInputs(w, x, n, pool, /*withRouter=*/false);
+    clock.lap(Phase::kMoeInput);
+  }
+  // 4–5. Gather each expert's tokens and run the experts (threads take whole
+  // experts in turn); 6. add in ascending id, normalise, project back up.
+  gatherPairs(n, pool);
+  clock.lap(Phase::kMoeRouting);
+  runExperts(pool, residency);
+  clock.lap(Phase::kMoeExperts);
+  combine(w, n, out, pool);
+  clock.lap(Phase::kMoeCombine);
+}
+
+void MoeLayer::projectInputs(const MoeWeights& w, const float* x, size_t n, ThreadPool& pool, bool withRouter) {
+  if (withRouter)
     linear(pool, {LinearJob{&w.router, x, router_.data()}, LinearJob{&w.downLatent, x, z_.data()},
                   LinearJob{&w.sharedGate, x, sg_.data()}, LinearJob{&w.sharedUp, x, su_.data()}},
            n);
-  clock.lap(Phase::kMoeInput);
-  // A chunk's tokens route independently (each its own scratch scores), and
-  // with every expert mapped their shared-expert SiTU-GLU is ready too: one
-  // fork-join over the tokens for both (one token: no fork-join).
+  else
+    linear(pool, {LinearJob{&w.downLatent, x, z_.data()}, LinearJob{&w.sharedGate, x, sg_.data()},
+                  LinearJob{&w.sharedUp, x, su_.data()}},
+           n);
+}
+
+void MoeLayer::route(const MoeWeights& w, size_t n, ThreadPool& pool) {
+  // A chunk's tokens route independently (each its own scratch scores): one
+  // fork-join over the tokens (one token: no fork-join).
   pool.forEach(n, [&](size_t t) {
     routeToken(&router_[t * E_], w.scoreBias.data(), static_cast<int>(E_), static_cast<int>(k_),
                &topIds_[t * k_], &topW_[t * k_], &scores_[t * E_]);
     kept_[t] = topP_ < 1.0f ? keepExpertTopP(&topIds_[t * k_], &topW_[t * k_], static_cast<int>(k_), topP_)
                             : static_cast<int>(k_);
-    if (!bounded) kernels::situGlu(&sg_[t * ish_], &su_[t * ish_], ish_, b1_, b2_, &sg_[t * ish_]);
   });
-  // The used experts ascending, and slot_[e] = the position of expert e.
+}
+
+size_t MoeLayer::listExperts(size_t n) {
+  // The used experts ascending, slot_[e] = the position of expert e, and
+  // rowCount_[u] = the tokens routed to unique_[u].
   std::fill(slot_.begin(), slot_.end(), -1);
   size_t pairs = 0;
   for (size_t t = 0; t < n; ++t) {
@@ -114,30 +148,18 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
       slot_[e] = static_cast<int>(unique_.size());
       unique_.push_back(static_cast<int>(e));
     }
-  residency.willUse(layer, unique_.data(), unique_.size());
-  if (times) {
-    times->expertBytes += static_cast<double>(unique_.size() * residency.bytesPerExpert());
-    times->expertPairs += static_cast<double>(pairs);
-    times->moeRows += static_cast<double>(n);
-  }
-  clock.lap(Phase::kMoeRouting);
-
-  // 4–5. Latent down-projection; gather each expert's tokens; run the experts
-  // (threads take whole experts in turn); add in ascending id.
-  if (bounded) {
-    linear(pool, {LinearJob{&w.downLatent, x, z_.data()}, LinearJob{&w.sharedGate, x, sg_.data()},
-                  LinearJob{&w.sharedUp, x, su_.data()}},
-           n);
-    kernels::situGlu(sg_.data(), su_.data(), n * ish_, b1_, b2_, sg_.data());
-    clock.lap(Phase::kMoeInput);
-  }
-  // Pairs grouped by expert (a counting sort on slot_), tokens ascending within one.
-  const size_t U = unique_.size();
-  std::fill(rowBegin_.begin(), rowBegin_.begin() + static_cast<std::ptrdiff_t>(U + 1), 0);
+  std::fill_n(rowCount_.begin(), unique_.size(), 0);
   for (size_t t = 0; t < n; ++t)
     for (size_t j = 0; j < static_cast<size_t>(kept_[t]); ++j)
-      ++rowBegin_[static_cast<size_t>(slot_[static_cast<size_t>(topIds_[t * k_ + j])]) + 1];
-  for (size_t u = 0; u < U; ++u) rowBegin_[u + 1] += rowBegin_[u];
+      ++rowCount_[static_cast<size_t>(slot_[static_cast<size_t>(topIds_[t * k_ + j])])];
+  return pairs;
+}
+
+void MoeLayer::gatherPairs(size_t n, ThreadPool& pool) {
+  // Pairs grouped by expert (a counting sort on slot_), tokens ascending within one.
+  const size_t U = unique_.size();
+  rowBegin_[0] = 0;
+  for (size_t u = 0; u < U; ++u) rowBegin_[u + 1] = rowBegin_[u] + rowCount_[u];
   std::copy_n(rowBegin_.begin(), U, rowCursor_.begin());
   for (size_t t = 0; t < n; ++t)
     for (size_t j = 0; j < static_cast<size_t>(kept_[t]); ++j) {
@@ -148,10 +170,11 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
   // Each token's pairs ascending (= its experts by id, the order its outputs
   // are added in), and its latent row copied to them (int8: quantised into
   // its first pair's row, then copied: a quarter of the bytes, and one
-  // quantisation where w1 and w3 of every expert each made one); tokens in
-  // parallel.
+  // quantisation where w1 and w3 of every expert each made one); and its
+  // shared experts' SiTU-GLU; tokens in parallel.
   const size_t G = lat_ / kernels::kQ8Group;
   pool.forEach(n, [&](size_t t) {
+    kernels::situGlu(&sg_[t * ish_], &su_[t * ish_], ish_, b1_, b2_, &sg_[t * ish_]);
     size_t* q = &pairOf_[t * k_];
     const size_t kt = static_cast<size_t>(kept_[t]);
     std::sort(q, q + kt);
@@ -165,42 +188,26 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
       std::copy_n(&zs_[q[0] * G], G, &zs_[q[j] * G]);
     }
   });
-  clock.lap(Phase::kMoeRouting);
-  if (!bounded) {
-    for (size_t u = 0; u < U; ++u) acquired_[u] = &residency.mapped(layer, unique_[u]);
-    // Threads take whole experts in turn as they finish, those with the most
-    // tokens first (a chunk's experts have 1 to ~10): balanced whatever the
-    // row counts and however fast each thread runs, and the last ones taken
-    // are the small ones.
-    for (size_t u = 0; u < U; ++u) order_[u] = static_cast<int>(u);
-    if (n > 1)
-      std::stable_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(U), [&](int a, int b) {
-        return rowBegin_[size_t(a) + 1] - rowBegin_[size_t(a)] > rowBegin_[size_t(b) + 1] - rowBegin_[size_t(b)];
-      });
-    std::atomic<size_t> nextExpert{0};
-    pool.run([&](size_t tid, size_t) {
-      for (size_t i; (i = nextExpert.fetch_add(1, std::memory_order_relaxed)) < U;) {
-        const size_t u = static_cast<size_t>(order_[i]);
-        runExpert(*acquired_[u], u, tid);
-      }
-    });
-  } else {
-    // Bounded: the reads started by willUse() finish in their own order;
-    // threads take whole experts as they arrive, so compute overlaps I/O.
-    // The pool cannot carry an exception across threads: keep the first.
-    std::exception_ptr failed;
-    std::mutex failedMu;
-    pool.run([&](size_t tid, size_t) {
-      try {
-        while (ExpertLease l = residency.next()) runExpert(l.weights(), l.index(), tid);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(failedMu);
-        if (!failed) failed = std::current_exception();
-      }
-    });
-    if (failed) std::rethrow_exception(failed);
-  }
-  clock.lap(Phase::kMoeExperts);
+}
+
+void MoeLayer::runExperts(ThreadPool& pool, ExpertResidency& residency) {
+  // Threads take whole experts as the residency hands them out (mapped: the
+  // most rows first; streamed: as their reads finish, so compute overlaps
+  // I/O). The pool cannot carry an exception across threads: keep the first.
+  std::exception_ptr failed;
+  std::mutex failedMu;
+  pool.run([&](size_t tid, size_t) {
+    try {
+      while (ExpertLease l = residency.next()) runExpert(l.weights(), l.index(), tid);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(failedMu);
+      if (!failed) failed = std::current_exception();
+    }
+  });
+  if (failed) std::rethrow_exception(failed);
+}
+
+void MoeLayer::combine(const MoeWeights& w, size_t n, float* out, ThreadPool& pool) {
   // A token's expert outputs added in ascending expert id, then normalised
   // (6.); tokens in parallel.
   pool.forEach(n, [&](size_t t) {
@@ -216,7 +223,6 @@ void MoeLayer::forward(const MoeWeights& w, int layer, const float* x, size_t n,
   // in the same fork-join.
   linear(pool, {LinearJob{&w.upLatent, u_.data(), out}, LinearJob{&w.sharedDown, sg_.data(), sy_.data()}}, n);
   for (size_t i = 0; i < n * D_; ++i) out[i] += sy_[i];
-  clock.lap(Phase::kMoeCombine);
 }
 
 void MoeLayer::runExpert(const ExpertWeights& e, size_t u, size_t tid) {

@@ -46,6 +46,14 @@ class MoeLayer {
                ExpertResidency& residency, PhaseTimes* times = nullptr);
 
  private:
+  // The steps of forward(), in order. withRouter: the router's product joins
+  // the fork-join of x's other projections.
+  void projectInputs(const MoeWeights& w, const float* x, size_t n, ThreadPool& pool, bool withRouter);
+  void route(const MoeWeights& w, size_t n, ThreadPool& pool);  // topIds_, topW_, kept_
+  size_t listExperts(size_t n);                                   // unique_, slot_, rowCount_; returns the pairs
+  void gatherPairs(size_t n, ThreadPool& pool);                   // rows by expert, latent rows, shared SiTU-GLU
+  void runExperts(ThreadPool& pool, ExpertResidency& residency);  // y2_, every expert the residency hands out
+  void combine(const MoeWeights& w, size_t n, float* out, ThreadPool& pool);
   // Expert unique_[u] over its gathered rows [rowBegin_[u], rowBegin_[u+1]), on pool thread tid.
   void runExpert(const ExpertWeights& e, size_t u, size_t tid);
 
@@ -58,13 +66,12 @@ class MoeLayer {
   std::vector<int> kept_;                    // [n]: experts token t keeps (k unless expert top-p)
   std::vector<int> unique_;                  // experts used by the chunk, ascending
   std::vector<int> slot_;                    // [E]: position in unique_, or -1
-  std::vector<int> order_;                   // positions in unique_, in the order threads take them
+  std::vector<size_t> rowCount_;             // [E]: tokens routed to unique_[u]
   // Token-expert pairs grouped by expert: rows [rowBegin_[u], rowBegin_[u+1])
   // belong to unique_[u].
   std::vector<size_t> rowBegin_, rowCursor_;
   std::vector<float> rowWeight_;
   std::vector<size_t> pairOf_;               // [n × k]: token t's pairs, ascending after the gather
-  std::vector<const ExpertWeights*> acquired_;
   std::vector<float> zg_, y2_;               // [pairs × latent]
   // Per pool thread [maxChunk × inter] (an expert has at most one row per
   // token): w1 and w3's outputs live only inside runExpert, so each thread

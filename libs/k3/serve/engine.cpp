@@ -129,9 +129,11 @@ void Engine::run(GenerationJob& job) {
   }
   liveLogitsCurrent_ = true;
   cache_.checkpoint(session_);
+  decode(job);
+}
 
-  // Decode.
-  t0 = Clock::now();
+void Engine::decode(GenerationJob& job) {
+  const auto t0 = Clock::now();
   model::Sampler sampler(job.params.sampling, session_.vocabSize());
   const size_t room = ctx_ > job.prompt.size() ? ctx_ - job.prompt.size() : 0;
   const size_t maxTokens = std::min(job.params.maxTokens, room);

@@ -57,7 +57,8 @@ class Engine {
 
  private:
   void work();
-  void run(GenerationJob& job);
+  void run(GenerationJob& job);     // prefill, then decode()
+  void decode(GenerationJob& job);  // samples from the fed prompt's logits until a stop or the limit
   size_t ctx_, vocab_;
   std::optional<int64_t> bos_;
   const tok::Tokenizer& tok_;

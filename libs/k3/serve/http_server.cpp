@@ -59,6 +59,59 @@ std::string finishFor(const GenerationJob& job) {
   return job.finishReason == "cancelled" ? "stop" : job.finishReason;
 }
 
+
+// A non-stream answer: every delta gathered into one message, then one body.
+void answerWhole(GenerationJob& job, httplib::Response& res, const ResponseMeta& meta, bool chat, int fd,
+                 std::chrono::milliseconds interval) {
+  std::vector<OutputDelta> deltas;
+  tok::ChatMessage msg;
+  DeltaReader reader(job, interval, kPoll);
+  bool done = false;
+  while (!done) {
+    done = reader.take(deltas);
+    for (const auto& d : deltas) addDelta(msg, d);
+    if (!done && peerClosed(fd)) job.cancel = true;  // keep waiting: the engine stops within a step
+  }
+  if (!job.error.empty()) {
+    sendError(res, ApiError(500, "server_error", "", "", job.error));
+  } else if (chat) {
+    res.set_content(chatCompletionJson(meta, msg, finishFor(job), job.usage), "application/json");
+  } else {
+    res.set_content(completionJson(meta, contentOf(msg), finishFor(job), job.usage), "application/json");
+  }
+}
+
+// An SSE answer, one event per delta as the engine makes them; false when the
+// client went away.
+bool streamAnswer(GenerationJob& job, httplib::DataSink& sink, const ResponseMeta& meta, bool chat, int fd,
+                  std::chrono::milliseconds interval) {
+  auto send = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
+  if (chat && !send(sseEvent(chatChunkJson(meta, "{\"role\":\"assistant\",\"content\":\"\"}", "")))) return false;
+  std::vector<OutputDelta> deltas;
+  DeltaReader reader(job, interval, kPoll);
+  bool done = false;
+  while (!done) {
+    done = reader.take(deltas);
+    for (const auto& d : deltas) {
+      const std::string ev = chat ? chatChunkJson(meta, chatDeltaJson(d), "") : completionChunkJson(meta, d.text, "");
+      if (!send(sseEvent(ev))) return false;
+    }
+    if (!done && deltas.empty() && peerClosed(fd)) return false;
+  }
+  if (!job.error.empty()) {
+    send(sseEvent(errorEnvelope(ApiError(500, "server_error", "", "", job.error))));
+  } else {
+    const std::string fin = finishFor(job);
+    if (!send(sseEvent(chat ? chatChunkJson(meta, "{}", fin) : completionChunkJson(meta, "", fin)))) return false;
+    if (job.params.includeUsage &&
+        !send(sseEvent(chat ? chatUsageChunkJson(meta, job.usage) : completionUsageChunkJson(meta, job.usage))))
+      return false;
+  }
+  send(sseDone());
+  sink.done();
+  return true;
+}
+
 }  // namespace
 
 HttpServer::HttpServer(const ServeOptions& opts) : opts_(opts), http_(std::make_unique<httplib::Server>()) {
@@ -101,6 +154,96 @@ void HttpServer::stop() {
 }
 
 void HttpServer::routes() {
+  auto& s = *http_;
+  guardRoutes();
+
+  // Wraps a handler: ApiError → envelope, counting and the log line.
+  auto simple = [this](auto body) {
+    return [this, body](const httplib::Request& req, httplib::Response& res) {
+      const auto t0 = Clock::now();
+      try {
+        body(req, res);
+      } catch (const ApiError& e) {
+        sendError(res, e);
+      } catch (const std::exception& e) {
+        sendError(res, ApiError(500, "server_error", "", "", e.what()));
+      }
+      if (res.status == -1) res.status = 200;
+      counters_.count(req.path, res.status);
+      logLine(req, res.status, nullptr, t0);
+    };
+  };
+
+  s.Get("/", simple([](const httplib::Request&, httplib::Response& res) {
+          const std::string_view page = webPage();
+          res.set_content(page.data(), page.size(), "text/html; charset=utf-8");
+        }));
+  s.Get("/health", simple([this](const httplib::Request&, httplib::Response& res) {
+          if (ready().engine) {
+            res.set_content("{\"status\":\"ok\"}", "application/json");
+          } else {
+            res.status = 503;
+            res.set_content("{\"status\":\"loading\"}", "application/json");
+          }
+        }));
+  s.Get("/v1/models", simple([this](const httplib::Request&, httplib::Response& res) {
+          needReady();
+          res.set_content(modelListJson(opts_.modelName, startedAt_), "application/json");
+        }));
+  s.Get("/metrics", simple([this](const httplib::Request&, httplib::Response& res) {
+          Ready r = ready();
+          const EngineStats es = r.engine ? r.engine->stats() : EngineStats{};
+          res.set_content(prometheusText(counters_, es, r.engine ? r.engine->queueDepth() : 0, opts_.engine.queue),
+                          "text/plain; version=0.0.4");
+        }));
+  s.Post("/tokenize", simple([this](const httplib::Request& req, httplib::Response& res) {
+           Ready r = needReady();
+           simdjson::dom::parser parser;
+           const auto root = parseJsonBody(parser, req.body, opts_.jsonDepth);
+           std::vector<int32_t> ids;
+           simdjson::dom::element v;
+           if (!root["content"].get(v)) {
+             for (uint32_t id : r.tok->encode(readString(v, "content"), false)) ids.push_back(static_cast<int32_t>(id));
+           } else if (!root["messages"].get(v)) {  // the prompt a chat completion would feed
+             RequestLimits lim{r.engine->contextSize(), opts_.jsonDepth, 4};
+             ids = renderChatPrompt(*r.tok, parseChatCompletionRequest(req.body, lim).chat);
+           } else {
+             invalidRequest("content", "give 'content' (text) or 'messages' (a chat)");
+           }
+           std::string out = "{\"tokens\":[";
+           for (size_t i = 0; i < ids.size(); ++i) {
+             if (i) out += ',';
+             out += std::to_string(ids[i]);
+           }
+           res.set_content(out + "]}", "application/json");
+         }));
+  s.Post("/detokenize", simple([this](const httplib::Request& req, httplib::Response& res) {
+           Ready r = needReady();
+           simdjson::dom::parser parser;
+           const auto root = parseJsonBody(parser, req.body, opts_.jsonDepth);
+           simdjson::dom::array arr;
+           if (root["tokens"].get_array().get(arr)) invalidRequest("tokens", "'tokens' must be an array of ids");
+           std::vector<uint32_t> ids;
+           for (auto e : arr) {
+             const int64_t id = readInteger(e, "tokens", 0, INT32_MAX);
+             if (static_cast<size_t>(id) >= r.engine->vocabSize())
+               invalidRequest("tokens", "token id " + std::to_string(id) + " is outside the vocabulary");
+             ids.push_back(static_cast<uint32_t>(id));
+           }
+           res.set_content("{\"content\":" + jsonString(r.tok->decode(ids)) + "}", "application/json");
+         }));
+
+  s.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) { generate(req, res, true); });
+  s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) { generate(req, res, false); });
+}
+
+HttpServer::Ready HttpServer::needReady() const {
+  Ready r = ready();
+  if (!r.engine) throw ApiError(503, "service_unavailable", "", "loading", "the model is still loading");
+  return r;
+}
+
+void HttpServer::guardRoutes() {
   auto& s = *http_;
   const std::string cors = opts_.corsOrigin;
 
@@ -145,197 +288,76 @@ void HttpServer::routes() {
     logLine(req, res.status, nullptr, Clock::now());
     return httplib::Server::HandlerResponse::Handled;
   }));
+}
 
-  // Wraps a handler: ApiError → envelope, counting and the log line.
-  auto simple = [this](auto body) {
-    return [this, body](const httplib::Request& req, httplib::Response& res) {
-      const auto t0 = Clock::now();
-      try {
-        body(req, res);
-      } catch (const ApiError& e) {
-        sendError(res, e);
-      } catch (const std::exception& e) {
-        sendError(res, ApiError(500, "server_error", "", "", e.what()));
-      }
-      if (res.status == -1) res.status = 200;
-      counters_.count(req.path, res.status);
-      logLine(req, res.status, nullptr, t0);
-    };
-  };
-  auto needReady = [this] {
-    Ready r = ready();
-    if (!r.engine) throw ApiError(503, "service_unavailable", "", "loading", "the model is still loading");
-    return r;
-  };
+std::shared_ptr<GenerationJob> HttpServer::submitJob(const httplib::Request& req, httplib::Response& res, bool chat) {
+  auto job = std::make_shared<GenerationJob>();
+  Ready r = needReady();
+  const size_t ctx = r.engine->contextSize();
+  RequestLimits lim{opts_.maxTokens ? std::min(opts_.maxTokens, ctx) : ctx, opts_.jsonDepth, 4};
+  if (chat) {
+    ChatCompletionRequest cr = parseChatCompletionRequest(req.body, lim);
+    job->mode = GenerationJob::Mode::Chat;
+    job->prompt = renderChatPrompt(*r.tok, cr.chat);
+    job->thinking = chatPromptThinks(cr.chat);
+    job->tools = cr.chat.tools;
+    job->params = std::move(cr.params);
+  } else {
+    CompletionRequest cr = parseCompletionRequest(req.body, lim);
+    job->prompt = completionPrompt(*r.tok, cr, r.engine->bosId(), r.engine->vocabSize());
+    job->params = std::move(cr.params);
+  }
+  if (job->prompt.size() >= ctx)
+    throw ApiError(400, "invalid_request_error", chat ? "messages" : "prompt", "context_length_exceeded",
+                   "this model's context is " + std::to_string(ctx) + " tokens (--ctx); the prompt has " +
+                       std::to_string(job->prompt.size()) + " tokens, leaving no room to generate");
+  if (!job->params.seeded) job->params.sampling.seed = (uint64_t{std::random_device{}()} << 32) | std::random_device{}();
+  job->callIdPrefix = randomId("call_") + "_";
+  if (!r.engine->submit(job)) {
+    res.set_header("Retry-After", "1");
+    throw ApiError(429, "rate_limit_error", "", "queue_full",
+                   "the request queue is full (" + std::to_string(opts_.engine.queue) + " waiting); retry later");
+  }
+  return job;
+}
 
-  s.Get("/", simple([](const httplib::Request&, httplib::Response& res) {
-          const std::string_view page = webPage();
-          res.set_content(page.data(), page.size(), "text/html; charset=utf-8");
-        }));
-  s.Get("/health", simple([this](const httplib::Request&, httplib::Response& res) {
-          if (ready().engine) {
-            res.set_content("{\"status\":\"ok\"}", "application/json");
-          } else {
-            res.status = 503;
-            res.set_content("{\"status\":\"loading\"}", "application/json");
-          }
-        }));
-  s.Get("/v1/models", simple([this, needReady](const httplib::Request&, httplib::Response& res) {
-          needReady();
-          res.set_content(modelListJson(opts_.modelName, startedAt_), "application/json");
-        }));
-  s.Get("/metrics", simple([this](const httplib::Request&, httplib::Response& res) {
-          Ready r = ready();
-          const EngineStats es = r.engine ? r.engine->stats() : EngineStats{};
-          res.set_content(prometheusText(counters_, es, r.engine ? r.engine->queueDepth() : 0, opts_.engine.queue),
-                          "text/plain; version=0.0.4");
-        }));
-  s.Post("/tokenize", simple([this, needReady](const httplib::Request& req, httplib::Response& res) {
-           Ready r = needReady();
-           simdjson::dom::parser parser;
-           const auto root = parseJsonBody(parser, req.body, opts_.jsonDepth);
-           std::vector<int32_t> ids;
-           simdjson::dom::element v;
-           if (!root["content"].get(v)) {
-             for (uint32_t id : r.tok->encode(readString(v, "content"), false)) ids.push_back(static_cast<int32_t>(id));
-           } else if (!root["messages"].get(v)) {  // the prompt a chat completion would feed
-             RequestLimits lim{r.engine->contextSize(), opts_.jsonDepth, 4};
-             ids = renderChatPrompt(*r.tok, parseChatCompletionRequest(req.body, lim).chat);
-           } else {
-             invalidRequest("content", "give 'content' (text) or 'messages' (a chat)");
-           }
-           std::string out = "{\"tokens\":[";
-           for (size_t i = 0; i < ids.size(); ++i) {
-             if (i) out += ',';
-             out += std::to_string(ids[i]);
-           }
-           res.set_content(out + "]}", "application/json");
-         }));
-  s.Post("/detokenize", simple([this, needReady](const httplib::Request& req, httplib::Response& res) {
-           Ready r = needReady();
-           simdjson::dom::parser parser;
-           const auto root = parseJsonBody(parser, req.body, opts_.jsonDepth);
-           simdjson::dom::array arr;
-           if (root["tokens"].get_array().get(arr)) invalidRequest("tokens", "'tokens' must be an array of ids");
-           std::vector<uint32_t> ids;
-           for (auto e : arr) {
-             const int64_t id = readInteger(e, "tokens", 0, INT32_MAX);
-             if (static_cast<size_t>(id) >= r.engine->vocabSize())
-               invalidRequest("tokens", "token id " + std::to_string(id) + " is outside the vocabulary");
-             ids.push_back(static_cast<uint32_t>(id));
-           }
-           res.set_content("{\"content\":" + jsonString(r.tok->decode(ids)) + "}", "application/json");
-         }));
+void HttpServer::generate(const httplib::Request& req, httplib::Response& res, bool chat) {
+  const auto t0 = Clock::now();
+  std::shared_ptr<GenerationJob> job;
+  try {
+    job = submitJob(req, res, chat);
+  } catch (const ApiError& e) {
+    sendError(res, e);
+    counters_.count(req.path, res.status);
+    logLine(req, res.status, nullptr, t0);
+    return;
+  }
+  const int fd = findPeerSocket(req.remote_addr, req.remote_port, req.local_port);
+  const std::chrono::milliseconds interval(opts_.streamIntervalMs);
+  ResponseMeta meta{randomId(chat ? "chatcmpl-" : "cmpl-"), unixNow(),
+                    job->params.model.empty() ? opts_.modelName : job->params.model};
 
-  auto generation = [this, needReady](bool chat) {
-    return [this, needReady, chat](const httplib::Request& req, httplib::Response& res) {
-      const auto t0 = Clock::now();
-      auto job = std::make_shared<GenerationJob>();
-      try {
-        Ready r = needReady();
-        const size_t ctx = r.engine->contextSize();
-        RequestLimits lim{opts_.maxTokens ? std::min(opts_.maxTokens, ctx) : ctx, opts_.jsonDepth, 4};
-        if (chat) {
-          ChatCompletionRequest cr = parseChatCompletionRequest(req.body, lim);
-          job->mode = GenerationJob::Mode::Chat;
-          job->prompt = renderChatPrompt(*r.tok, cr.chat);
-          job->thinking = chatPromptThinks(cr.chat);
-          job->tools = cr.chat.tools;
-          job->params = std::move(cr.params);
-        } else {
-          CompletionRequest cr = parseCompletionRequest(req.body, lim);
-          job->prompt = completionPrompt(*r.tok, cr, r.engine->bosId(), r.engine->vocabSize());
-          job->params = std::move(cr.params);
-        }
-        if (job->prompt.size() >= ctx)
-          throw ApiError(400, "invalid_request_error", chat ? "messages" : "prompt", "context_length_exceeded",
-                         "this model's context is " + std::to_string(ctx) + " tokens (--ctx); the prompt has " +
-                             std::to_string(job->prompt.size()) + " tokens, leaving no room to generate");
-        if (!job->params.seeded) job->params.sampling.seed = (uint64_t{std::random_device{}()} << 32) | std::random_device{}();
-        job->callIdPrefix = randomId("call_") + "_";
-        if (!r.engine->submit(job)) {
-          res.set_header("Retry-After", "1");
-          throw ApiError(429, "rate_limit_error", "", "queue_full",
-                         "the request queue is full (" + std::to_string(opts_.engine.queue) + " waiting); retry later");
-        }
-      } catch (const ApiError& e) {
-        sendError(res, e);
-        counters_.count(req.path, res.status);
-        logLine(req, res.status, nullptr, t0);
-        return;
-      }
-      const int fd = findPeerSocket(req.remote_addr, req.remote_port, req.local_port);
-      const std::chrono::milliseconds interval(opts_.streamIntervalMs);
-      ResponseMeta meta{randomId(chat ? "chatcmpl-" : "cmpl-"), unixNow(),
-                        job->params.model.empty() ? opts_.modelName : job->params.model};
+  if (!job->params.stream) {
+    answerWhole(*job, res, meta, chat, fd, interval);
+    if (!job->malformed.empty()) std::fprintf(stderr, "[k3-serve] model output off the XTML grammar: %s\n", job->malformed.c_str());
+    counters_.count(req.path, res.status == -1 ? 200 : res.status);
+    logLine(req, res.status == -1 ? 200 : res.status, &job->usage, t0);
+    return;
+  }
 
-      if (!job->params.stream) {
-        std::vector<OutputDelta> deltas;
-        tok::ChatMessage msg;
-        DeltaReader reader(*job, interval, kPoll);
-        bool done = false;
-        while (!done) {
-          done = reader.take(deltas);
-          for (const auto& d : deltas) addDelta(msg, d);
-          if (!done && peerClosed(fd)) job->cancel = true;  // keep waiting: the engine stops within a step
-        }
-        if (!job->error.empty()) {
-          sendError(res, ApiError(500, "server_error", "", "", job->error));
-        } else if (chat) {
-          res.set_content(chatCompletionJson(meta, msg, finishFor(*job), job->usage), "application/json");
-        } else {
-          res.set_content(completionJson(meta, contentOf(msg), finishFor(*job), job->usage), "application/json");
-        }
-        if (!job->malformed.empty()) std::fprintf(stderr, "[k3-serve] model output off the XTML grammar: %s\n", job->malformed.c_str());
-        counters_.count(req.path, res.status == -1 ? 200 : res.status);
-        logLine(req, res.status == -1 ? 200 : res.status, &job->usage, t0);
-        return;
-      }
-
-      res.set_header("Cache-Control", "no-cache");
-      res.set_chunked_content_provider(
-          "text/event-stream",
-          [job, meta, chat, fd, interval](size_t, httplib::DataSink& sink) {
-            auto send = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
-            if (chat && !send(sseEvent(chatChunkJson(meta, "{\"role\":\"assistant\",\"content\":\"\"}", ""))))
-              return false;
-            std::vector<OutputDelta> deltas;
-            DeltaReader reader(*job, interval, kPoll);
-            bool done = false;
-            while (!done) {
-              done = reader.take(deltas);
-              for (const auto& d : deltas) {
-                const std::string ev = chat ? chatChunkJson(meta, chatDeltaJson(d), "")
-                                            : completionChunkJson(meta, d.text, "");
-                if (!send(sseEvent(ev))) return false;
-              }
-              if (!done && deltas.empty() && peerClosed(fd)) return false;
-            }
-            if (!job->error.empty()) {
-              send(sseEvent(errorEnvelope(ApiError(500, "server_error", "", "", job->error))));
-            } else {
-              const std::string fin = finishFor(*job);
-              if (!send(sseEvent(chat ? chatChunkJson(meta, "{}", fin) : completionChunkJson(meta, "", fin))))
-                return false;
-              if (job->params.includeUsage &&
-                  !send(sseEvent(chat ? chatUsageChunkJson(meta, job->usage) : completionUsageChunkJson(meta, job->usage))))
-                return false;
-            }
-            send(sseDone());
-            sink.done();
-            return true;
-          },
-          [this, job, method = req.method, path = req.path, t0](bool success) {
-            if (!success) job->cancel = true;  // the client went away: stop its work
-            if (!job->malformed.empty())
-              std::fprintf(stderr, "[k3-serve] model output off the XTML grammar: %s\n", job->malformed.c_str());
-            counters_.count(path, 200);
-            logLine(method, path, 200, &job->usage, t0);
-          });
-    };
-  };
-  s.Post("/v1/chat/completions", generation(true));
-  s.Post("/v1/completions", generation(false));
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [job, meta, chat, fd, interval](size_t, httplib::DataSink& sink) {
+        return streamAnswer(*job, sink, meta, chat, fd, interval);
+      },
+      [this, job, method = req.method, path = req.path, t0](bool success) {
+        if (!success) job->cancel = true;  // the client went away: stop its work
+        if (!job->malformed.empty())
+          std::fprintf(stderr, "[k3-serve] model output off the XTML grammar: %s\n", job->malformed.c_str());
+        counters_.count(path, 200);
+        logLine(method, path, 200, &job->usage, t0);
+      });
 }
 
 }  // namespace k3::serve

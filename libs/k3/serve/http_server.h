@@ -17,6 +17,8 @@
 
 namespace httplib {
 class Server;
+struct Request;
+struct Response;
 }
 
 namespace k3::serve {
@@ -37,11 +39,18 @@ class HttpServer {
 
  private:
   void routes();
+  void guardRoutes();  // CORS, the API key, httplib's own errors
+  // POST /v1/chat/completions (chat) and /v1/completions: the job submitted,
+  // then answered whole or as an SSE stream.
+  void generate(const httplib::Request& req, httplib::Response& res, bool chat);
+  // Parses the request, builds and submits its job; throws ApiError.
+  std::shared_ptr<GenerationJob> submitJob(const httplib::Request& req, httplib::Response& res, bool chat);
   struct Ready {
     const tok::Tokenizer* tok = nullptr;
     Engine* engine = nullptr;
   };
   Ready ready() const;
+  Ready needReady() const;  // throws ApiError 503 while the model loads
   ServeOptions opts_;
   std::unique_ptr<httplib::Server> http_;
   std::thread listener_;
