@@ -5,8 +5,7 @@
 
 #include <cpuid.h>
 
-#include <cstdlib>
-#include <cstring>
+#include <atomic>
 
 #include "k3/io/error.h"
 
@@ -50,22 +49,38 @@ bool isaSupported(Isa isa) {
   return i < 3 && supported[i];
 }
 
+// limitIsa()'s ceiling (-1: none) and whether bestIsa() has fixed the choice.
+static std::atomic<int> isaCeiling{-1};
+static std::atomic<bool> isaFixed{false};
+
 static Isa detectBestIsa() {
   Isa best = isaSupported(Isa::Avx512) ? Isa::Avx512
              : isaSupported(Isa::Avx2) ? Isa::Avx2
                                        : Isa::Scalar;
-  const char* want = std::getenv("K3_ISA");
-  if (!want || !*want) return best;
-  Isa asked = best;
-  if (std::strcmp(want, "scalar") == 0) asked = Isa::Scalar;
-  if (std::strcmp(want, "avx2") == 0) asked = Isa::Avx2;
-  if (std::strcmp(want, "avx512") == 0) asked = Isa::Avx512;
+  const int ceiling = isaCeiling.load();
+  if (ceiling < 0) return best;
+  const auto asked = static_cast<Isa>(ceiling);
   return isaSupported(asked) ? asked : best;
 }
 
 Isa bestIsa() {
-  static const Isa isa = detectBestIsa();
+  static const Isa isa = [] {
+    isaFixed.store(true);
+    return detectBestIsa();
+  }();
   return isa;
+}
+
+void limitIsa(Isa ceiling) {
+  const int old = isaCeiling.exchange(static_cast<int>(ceiling));
+  if (isaFixed.load() && old != static_cast<int>(ceiling))
+    fail(ErrorKind::Internal, "limitIsa(", isaName(ceiling), ") after the kernels chose ", isaName(bestIsa()));
+}
+
+Isa parseIsaName(std::string_view name, const char* what) {
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512})
+    if (name == isaName(isa)) return isa;
+  fail(ErrorKind::Usage, what, ": '", name, "' is not an instruction set (scalar, avx2 or avx512)");
 }
 
 Isa requireIsa(Isa isa, const char* what) {
