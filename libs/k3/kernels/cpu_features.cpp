@@ -53,11 +53,12 @@ bool isaSupported(Isa isa) {
 static std::atomic<int> isaCeiling{-1};
 static std::atomic<bool> isaFixed{false};
 
-static Isa detectBestIsa() {
+// The best supported ISA at most `ceiling` (-1: no ceiling); a ceiling the CPU
+// cannot run keeps the best supported.
+static Isa resolveIsa(int ceiling) {
   Isa best = isaSupported(Isa::Avx512) ? Isa::Avx512
              : isaSupported(Isa::Avx2) ? Isa::Avx2
                                        : Isa::Scalar;
-  const int ceiling = isaCeiling.load();
   if (ceiling < 0) return best;
   const auto asked = static_cast<Isa>(ceiling);
   return isaSupported(asked) ? asked : best;
@@ -66,15 +67,15 @@ static Isa detectBestIsa() {
 Isa bestIsa() {
   static const Isa isa = [] {
     isaFixed.store(true);
-    return detectBestIsa();
+    return resolveIsa(isaCeiling.load());
   }();
   return isa;
 }
 
 void limitIsa(Isa ceiling) {
-  const int old = isaCeiling.exchange(static_cast<int>(ceiling));
-  if (isaFixed.load() && old != static_cast<int>(ceiling))
+  if (isaFixed.load() && resolveIsa(static_cast<int>(ceiling)) != bestIsa())
     fail(ErrorKind::Internal, "limitIsa(", isaName(ceiling), ") after the kernels chose ", isaName(bestIsa()));
+  isaCeiling.store(static_cast<int>(ceiling));
 }
 
 Isa parseIsaName(std::string_view name, const char* what) {

@@ -29,7 +29,7 @@ Isa bestIsa();
 // `ceiling`; a ceiling above what the CPU supports keeps the best supported.
 // It is process-wide, as the CPU is, so it is set once, before the first
 // bestIsa(): a later call that would change the choice throws
-// k3::Error(Internal). The library itself reads no environment.
+// k3::Error(Internal) (one that keeps it is accepted). The library itself reads no environment.
 void limitIsa(Isa ceiling);
 
 // "scalar" | "avx2" | "avx512"; anything else throws k3::Error(Usage) naming `what`.
