@@ -1,15 +1,17 @@
 // The command-line parse shared by the four apps: --help and --version print
 // and exit 0; any parse error (unknown flag, bad value, missing positional)
 // is ONE line on stderr in the apps' error form, "APP: <what> (see --help)",
-// with exit code 2 (usage). CLI11's own two-line message and its exit codes
-// (105, 109, ...) never reach the user.
+// with the usage exit code (2), and with --json also the JSON error object
+// (app_errors.h). CLI11's own two-line message and its exit codes (105,
+// 109, ...) never reach the user.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
-#include <cstdio>
 #include <optional>
 #include <string>
+
+#include "app_errors.h"
 
 namespace k3app {
 
@@ -21,18 +23,15 @@ inline CLI::Validator notNegative() {
 }
 
 // Returns the exit code when the app must stop now (help, version, error),
-// nullopt when it should go on.
-inline std::optional<int> parseCommandLine(CLI::App& app, const char* appName, int argc, char** argv) {
+// nullopt when it should go on. The JSON error object is printed when the
+// flags parsed before the error asked for --json.
+inline std::optional<int> parseCommandLine(CLI::App& app, const ErrorPolicy& errors, int argc, char** argv) {
   try {
     app.parse(argc, argv);
     return std::nullopt;
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version: CLI11 prints them
-    std::string what = e.what();
-    for (char& c : what)
-      if (c == '\n' || c == '\r') c = ' ';
-    std::fprintf(stderr, "%s: %s (see --help)\n", appName, what.c_str());
-    return 2;
+    return reportError(errors, k3::errorReport(k3::ErrorKind::Usage, std::string(e.what()) + " (see --help)"));
   }
 }
 

@@ -2,6 +2,7 @@
 // (docs/CONTAINER.md). Thin CLI over k3::convert::repack().
 #include <CLI/CLI.hpp>
 #include "../cli_parse.h"
+#include "../isa_option.h"
 
 #include <csignal>
 #include <cstdio>
@@ -12,7 +13,6 @@
 #include "k3/convert/repacker.h"
 #include "k3/format/spread_layout.h"
 #include "k3/io/error.h"
-#include "k3/io/json_text.h"
 #include "k3/io/progress_meter.h"
 #include "k3/io/thread_pool.h"
 
@@ -47,7 +47,10 @@ int main(int argc, char** argv) {
                "leave out text tensors config.json does not imply (default: refuse the source)");
   app.add_flag("--finalize", opt.finalizeOnly,
                "only merge: copy files, rebuild the index, write k3-manifest.json");
-  if (const auto rc = k3app::parseCommandLine(app, "k3-repack", argc, argv)) return *rc;
+  std::string isa;
+  k3app::addIsaOption(app, isa);
+  const k3app::ErrorPolicy errors{.app = "k3-repack", .json = [&] { return json; }};
+  if (const auto rc = k3app::parseCommandLine(app, errors, argc, argv)) return *rc;
 
   const bool tty = k3::stderrIsTerminal();
   opt.progress = tty && !opt.dryRun;
@@ -60,7 +63,8 @@ int main(int argc, char** argv) {
     };
   }
   if (tty) opt.log = [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); };
-  try {
+  return k3app::runReportingErrors(errors, [&] {
+    k3app::applyIsaChoice(isa);
     opt.converter.threads = threadsOpt->count() ? k3::checkThreadCount(threads)
                                                 : std::max(1u, std::thread::hardware_concurrency());
     if (!shards.empty()) opt.shards = k3::convert::parseShardList(shards);
@@ -79,14 +83,5 @@ int main(int argc, char** argv) {
                     s.state == k3::convert::ShardStatus::State::Skipped ? "done" : "to do");
     }
     return 0;
-  } catch (const k3::Error& e) {
-    std::fprintf(stderr, "k3-repack: error (%s): %s\n", k3::errorKindName(e.kind()), e.what());
-    if (json)
-      std::cout << "{\"ok\": false, \"error_kind\": \"" << k3::errorKindName(e.kind())
-                << "\", \"error\": " << k3::jsonString(e.what()) << "}\n";
-    return e.kind() == k3::ErrorKind::Usage ? 2 : 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "k3-repack: error (internal): %s\n", e.what());
-    return 1;
-  }
+  });
 }

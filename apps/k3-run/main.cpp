@@ -1,15 +1,17 @@
 // k3-run: generate text with Kimi K3 from a memory-mapped k3 container.
-// Thin: parses flags, then drives k3::model (Session, ChatSession, Sampler).
+// Thin: parses flags, then drives k3::model (Session, ChatSession, Sampler,
+// teacher forcing, the run report) and prints.
 #include <CLI/CLI.hpp>
 #include "../cli_parse.h"
+#include "../isa_option.h"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -20,18 +22,20 @@
 #include "k3/format/spread_layout.h"
 #include "k3/io/error.h"
 #include "k3/io/input_file.h"
+#include "k3/io/json_text.h"
 #include "k3/io/line_reader.h"
 #include "k3/io/process_memory.h"
 #include "k3/io/thread_pool.h"
-#include "k3/kernels/cpu_features.h"
 #include "k3/model/chat_session.h"
 #include "k3/model/context_limits.h"
 #include "k3/model/expert_top_p.h"
 #include "k3/model/generate.h"
 #include "k3/model/logits_writer.h"
 #include "k3/model/model_weights.h"
+#include "k3/model/run_report.h"
 #include "k3/model/sampler.h"
 #include "k3/model/session.h"
+#include "k3/model/teacher_forcing.h"
 #include "k3/serve/engine.h"
 #include "k3/serve/http_server.h"
 #include "k3/serve/stop_signal.h"
@@ -93,114 +97,17 @@ std::vector<int32_t> stopIds(const ModelConfig& c, const tok::Tokenizer* tok) {
   return s;
 }
 
-// Teacher-forced evaluation: logits for every position, written and/or scored.
-struct EvalResult {
-  size_t positions = 0;
-  double nll = 0.0;  // summed over predicted positions
-  size_t predicted = 0;
-  std::vector<int32_t> argmax;
-};
-
-EvalResult teacherForce(Session& s, const std::vector<int32_t>& ids, LogitsWriter* out, bool score) {
-  EvalResult r;
-  // One session chunk per feed: larger steps would be split again, smaller
-  // ones would cap the chunk --chunk asked for.
-  const size_t V = s.vocabSize(), step = s.chunk();
-  std::vector<float> buf(step * V);
-  for (size_t b = 0; b < ids.size(); b += step) {
-    const size_t n = std::min(step, ids.size() - b);
-    s.feed(std::span<const int32_t>(ids).subspan(b, n), buf.data());
-    if (out) out->write(buf.data(), n * V);
-    for (size_t t = 0; t < n; ++t) {
-      const float* l = &buf[t * V];
-      r.argmax.push_back(Sampler::argmax(l, V));
-      const size_t pos = b + t;
-      if (score && pos + 1 < ids.size()) {
-        float m = l[0];
-        for (size_t i = 1; i < V; ++i) m = std::max(m, l[i]);
-        double z = 0.0;
-        for (size_t i = 0; i < V; ++i) z += std::exp(static_cast<double>(l[i] - m));
-        r.nll += std::log(z) + m - l[static_cast<size_t>(ids[pos + 1])];
-        ++r.predicted;
-      }
-    }
-  }
-  r.positions = ids.size();
-  return r;
-}
-
-// Expert streaming figures (--expert-gb): bytes, reads, time with a read in
-// flight (throughput = disk bytes over it), time compute waited for a read.
-std::string residencyJson(const ResidencyStats& r) {
-  const double gbs = r.readSeconds > 0 ? static_cast<double>(r.diskBytes) / r.readSeconds / 1e9 : 0.0;
-  return cat(",\"expert_budget_bytes\":", r.budgetBytes, ",\"expert_resident_bytes\":", r.residentBytes,
-             ",\"expert_reads\":", r.reads, ",\"expert_unique_reads\":", r.uniqueReads,
-             ",\"expert_direct_reads\":", r.directReads,
-             ",\"expert_disk_bytes\":", r.diskBytes, ",\"expert_read_s\":", r.readSeconds,
-             ",\"expert_read_gb_s\":", gbs, ",\"expert_wait_s\":", r.waitSeconds,
-             ",\"expert_read_queues\":", r.readQueues);
-}
-
-// Seconds by forward phase, then the routed-expert weight bytes the
-// experts phase used: ,"<pass>_phases_s":{"kda":...,...},"<pass>_expert_weight_bytes":N
-std::string phasesJson(const char* pass, const k3::model::PhaseTimes& t) {
-  std::string s = cat(",\"", pass, "_phases_s\":{");
-  for (size_t p = 0; p < k3::model::kPhaseCount; ++p) {
-    const auto phase = static_cast<k3::model::Phase>(p);
-    s += cat(p ? "," : "", "\"", k3::model::phaseName(phase), "\":", t[phase]);
-  }
-  return s + cat("},\"", pass, "_expert_weight_bytes\":", static_cast<unsigned long long>(t.expertBytes));
-}
-
-void printStats(const Args& a, const Session& s, const std::string& callerJson) {
-  const ResidencyStats rs = s.residency().stats();
-  const std::string extraJson = residencyJson(rs) + phasesJson("prefill", s.stats().prefillPhases) +
-                                phasesJson("decode", s.stats().decodePhases) +
-                                cat(",\"expert_top_p\":", a.expertTopP, ",\"experts_kept_mean\":",
-                                    s.expertsKeptPerTokenLayer(), ",\"expert_bytes_per_token\":",
-                                    s.expertBytesPerToken()) +
-                                callerJson;
-  const SessionStats& st = s.stats();
-  const double pf = st.prefillSeconds > 0 ? st.prefillTokens / st.prefillSeconds : 0.0;
-  const double dc = st.decodeSeconds > 0 ? st.decodeTokens / st.decodeSeconds : 0.0;
-  const double rssMiB = peakRssBytes() / 1048576.0;
-  const double expertMiB = s.residency().bytesRead() / 1048576.0;
+// The run's figures and the mode's fields: one JSON object on stdout with
+// --json, else the "[k3-run] ..." lines on stderr.
+void printStats(const Args& a, const Session& s, const std::function<void(JsonObject&)>& modeFields = {}) {
+  const RunReportOptions ro{a.activations, a.expertTopP};
   if (a.json) {
-    std::printf(
-        "{\"prefill_tokens\":%llu,\"prefill_passes\":%llu,\"prefill_tok_s\":%.3f,\"decode_tokens\":%llu,"
-        "\"decode_tok_s\":%.3f,"
-        "\"peak_rss_bytes\":%llu,\"expert_bytes_read\":%llu,\"activations\":\"%s\",\"isa\":\"%s\"%s}\n",
-        static_cast<unsigned long long>(st.prefillTokens), static_cast<unsigned long long>(st.prefillPasses), pf,
-        static_cast<unsigned long long>(st.decodeTokens), dc,
-        static_cast<unsigned long long>(peakRssBytes()),
-        static_cast<unsigned long long>(s.residency().bytesRead()), a.activations.c_str(),
-        k3::kernels::isaName(k3::kernels::bestIsa()), extraJson.c_str());
+    JsonObject j = runStatsJson(s, ro);
+    if (modeFields) modeFields(j);
+    std::printf("%s\n", j.str().c_str());
   } else {
-    std::fprintf(stderr,
-                 "[k3-run] prefill %llu tok @ %.2f tok/s | decode %llu tok @ %.2f tok/s | peak RSS %.1f MiB | "
-                 "expert bytes read %.1f MiB | %s kernels\n",
-                 static_cast<unsigned long long>(st.prefillTokens), pf,
-                 static_cast<unsigned long long>(st.decodeTokens), dc, rssMiB, expertMiB,
-                 k3::kernels::isaName(k3::kernels::bestIsa()));
-    if (s.residency().bounded())
-      std::fprintf(stderr, "[k3-run] experts: budget %.1f MiB, resident %.1f MiB, %llu reads (%llu O_DIRECT) "
-                   "@ %.2f GB/s, compute waited %.2f s\n",
-                   rs.budgetBytes / 1048576.0, rs.residentBytes / 1048576.0,
-                   static_cast<unsigned long long>(rs.reads), static_cast<unsigned long long>(rs.directReads),
-                   rs.readSeconds > 0 ? rs.diskBytes / rs.readSeconds / 1e9 : 0.0, rs.waitSeconds);
-    if (a.expertTopP < 1.0f)
-      std::fprintf(stderr, "[k3-run] expert top-p %g: %.2f experts kept per token and MoE layer, %.1f MiB expert "
-                   "bytes per token\n", a.expertTopP, s.expertsKeptPerTokenLayer(), s.expertBytesPerToken() / 1048576.0);
+    std::fputs(runStatsText(s, ro).c_str(), stderr);
   }
-}
-
-std::string jsonIds(const char* key, const std::vector<int32_t>& ids) {
-  std::string s = std::string(",\"") + key + "\":[";
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (i) s += ",";
-    s += std::to_string(ids[i]);
-  }
-  return s + "]";
 }
 
 // --serve: the OpenAI-compatible server (k3/serve) over one loaded model.
@@ -238,14 +145,8 @@ int serveMain(Args a) {
   return 0;
 }
 
-int runMain(const Args& a) {
-  auto checked = verify::checkContainerGate(a.dir, spreadDirs(a));  // k3-verify's fast checks before mapping anything
-  WeightOptions wo;
-  wo.int8Activations = a.activations == "int8";
-  auto weights = ModelWeights::open(a.dir, wo, spreadDirs(a), std::move(checked));
-  const ModelConfig& cfg = weights->config();
-  // Experts stay on demand when their memory is bounded.
-  if (a.preload) weights->prefault(a.expertGb <= 0.0);
+// The mode flags that go alone, and --logits-out's need of a teacher-forced mode.
+void checkModeFlags(const Args& a) {
   if (!a.promptIds.empty() && (!a.prompt.empty() || a.chat || !a.ids.empty() || !a.perplexity.empty()))
     fail(ErrorKind::Usage, "--prompt-ids goes alone: not with -p, --chat, --ids or --perplexity");
   if (!a.ids.empty() && (!a.prompt.empty() || a.chat || !a.perplexity.empty()))
@@ -254,19 +155,119 @@ int runMain(const Args& a) {
     fail(ErrorKind::Usage, "--perplexity goes alone: not with -p or --chat");
   if (!a.logitsOut.empty() && a.ids.empty() && a.perplexity.empty())
     fail(ErrorKind::Usage, "--logits-out writes teacher-forced logits: it needs --ids or --perplexity");
-  const bool needTokenizer = !a.prompt.empty() || a.chat || !a.perplexity.empty() || (!a.promptIds.empty() && !a.json);
-  std::optional<tok::Tokenizer> tok;
-  if (needTokenizer) tok.emplace(tok::Tokenizer::fromDirectory(a.dir));
+}
 
+// --ids as given, or --perplexity's text encoded (after the BOS unless --no-bos).
+std::vector<int32_t> forcedIds(const Args& a, const ModelConfig& cfg, const std::optional<tok::Tokenizer>& tok) {
   std::vector<int32_t> forced;
   if (!a.ids.empty()) forced = readIds(a.ids, "--ids", cfg);
-  std::vector<int32_t> promptIds;
-  if (!a.promptIds.empty()) promptIds = readIds(a.promptIds, "--prompt-ids", cfg);
   if (!a.perplexity.empty()) {
     const auto enc = tok->encode(readInputFile(a.perplexity, kTextInput), false);
     if (cfg.bosTokenId && !a.noBos) forced.push_back(static_cast<int32_t>(*cfg.bosTokenId));
     forced.insert(forced.end(), enc.begin(), enc.end());
   }
+  return forced;
+}
+
+// --ids / --perplexity: teacher-forced logits, written and/or scored.
+int runTeacherForced(const Args& a, const ModelWeights& weights, Session& session, const std::vector<int32_t>& forced) {
+  std::unique_ptr<LogitsWriter> out;
+  if (!a.logitsOut.empty()) out = std::make_unique<LogitsWriter>(a.logitsOut, weights.inputFiles());
+  const TeacherForcedResult r = teacherForce(session, forced, out.get(), !a.perplexity.empty());
+  if (out) out->close();
+  if (!a.json) {
+    if (r.predicted)
+      std::printf("perplexity %.6f over %zu predicted tokens\n", r.perplexity(), r.predicted);
+    else
+      std::printf("%zu positions teacher-forced%s\n", r.positions,
+                  a.logitsOut.empty() ? "" : cat(", logits written to ", a.logitsOut).c_str());
+  }
+  printStats(a, session, [&](JsonObject& j) { addTeacherForced(j, r); });
+  return 0;
+}
+
+// --chat: one turn with -p, else one user message per stdin line, state kept across turns.
+int runChat(const Args& a, Session& session, const tok::Tokenizer& tok, Sampler& sampler, const GenerateOptions& gen) {
+  ChatSession chat(session, tok, a.think, a.system);
+  const bool tty = isatty(fileno(stdout));
+  std::string lastSection;
+  auto show = [&](ChatChannel ch, const std::string& bytes) {
+    const std::string section = ch == ChatChannel::Thinking ? "thinking" : "answer";
+    if (section != lastSection) {
+      if (!a.json) std::fputs(tty ? (ch == ChatChannel::Thinking ? "\x1b[2m" : "\x1b[0m\n")
+                                  : (ch == ChatChannel::Thinking ? "[thinking]\n" : "\n[answer]\n"),
+                              stdout);
+      lastSection = section;
+    }
+    if (!a.json) {
+      std::fwrite(bytes.data(), 1, bytes.size(), stdout);
+      std::fflush(stdout);
+    }
+  };
+  auto oneTurn = [&](const std::string& user) {
+    lastSection.clear();
+    ChatReply r = chat.turn(user, sampler, gen, show);
+    if (!a.json) std::fputs(tty ? "\x1b[0m\n" : "\n", stdout);
+    return r;
+  };
+  if (!a.prompt.empty()) {
+    const ChatReply r = oneTurn(a.prompt);
+    printStats(a, session, [&](JsonObject& j) { addGenerated(j, chat.lastPrompt(), r.tokens, r.stopped); });
+    return 0;
+  }
+  LineReader lines(STDIN_FILENO, "<stdin>", kChatLineInput);
+  for (;;) {
+    std::fputs("> ", stderr);
+    const std::optional<std::string> next = lines.next();
+    if (!next) break;
+    const std::string& line = *next;
+    if (line.empty()) continue;
+    if (line == "/exit" || line == "/quit") break;
+    oneTurn(line);
+  }
+  printStats(a, session);
+  return 0;
+}
+
+// -p / --prompt-ids: feed the prompt, generate, stream the text.
+int runGenerate(const Args& a, const ModelConfig& cfg, Session& session, const tok::Tokenizer* tok,
+                std::vector<int32_t> ids, Sampler& sampler, const GenerateOptions& gen) {
+  if (ids.empty()) {  // -p; --prompt-ids are fed as given, no BOS added
+    if (cfg.bosTokenId && !a.noBos) ids.push_back(static_cast<int32_t>(*cfg.bosTokenId));
+    for (uint32_t id : tok->encode(a.prompt, false)) ids.push_back(static_cast<int32_t>(id));
+  }
+  session.feed(ids);
+  const GenerateResult g = generate(session, sampler, gen, [&](int32_t id) {
+    if (std::find(gen.stopIds.begin(), gen.stopIds.end(), id) != gen.stopIds.end()) return;
+    if (a.json) return;
+    const std::string b = tok->tokenBytes(static_cast<uint32_t>(id));
+    std::fwrite(b.data(), 1, b.size(), stdout);
+    std::fflush(stdout);
+  });
+  if (!a.json) std::fputc('\n', stdout);
+  printStats(a, session, [&](JsonObject& j) {
+    addGenerated(j, ids, g.tokens, g.stopped);
+    j.add("decode_wall_tok_s", g.wallTokensPerSecond());
+  });
+  return 0;
+}
+
+int runMain(const Args& a) {
+  auto checked = verify::checkContainerGate(a.dir, spreadDirs(a));  // k3-verify's fast checks before mapping anything
+  WeightOptions wo;
+  wo.int8Activations = a.activations == "int8";
+  auto weights = ModelWeights::open(a.dir, wo, spreadDirs(a), std::move(checked));
+  const ModelConfig& cfg = weights->config();
+  // Experts stay on demand when their memory is bounded.
+  if (a.preload) weights->prefault(a.expertGb <= 0.0);
+  checkModeFlags(a);
+  const bool needTokenizer = !a.prompt.empty() || a.chat || !a.perplexity.empty() || (!a.promptIds.empty() && !a.json);
+  std::optional<tok::Tokenizer> tok;
+  if (needTokenizer) tok.emplace(tok::Tokenizer::fromDirectory(a.dir));
+
+  const std::vector<int32_t> forced = forcedIds(a, cfg, tok);
+  std::vector<int32_t> promptIds;
+  if (!a.promptIds.empty()) promptIds = readIds(a.promptIds, "--prompt-ids", cfg);
 
   // --ctx holds in every mode; without it the teacher-forced ids get the
   // context they need (still bounded by the model and the memory).
@@ -285,24 +286,7 @@ int runMain(const Args& a) {
   so.expertTopP = a.expertTopP;
   Session session(*weights, so);
 
-  // Evaluation modes: teacher-forced ids or a perplexity text.
-  if (!forced.empty()) {
-    std::unique_ptr<LogitsWriter> out;
-    if (!a.logitsOut.empty()) out = std::make_unique<LogitsWriter>(a.logitsOut, weights->inputFiles());
-    EvalResult r = teacherForce(session, forced, out.get(), !a.perplexity.empty());
-    if (out) out->close();
-    std::string extra = cat(",\"positions\":", r.positions) + jsonIds("argmax", r.argmax);
-    if (r.predicted) {
-      const double ppl = std::exp(r.nll / static_cast<double>(r.predicted));
-      extra += cat(",\"perplexity\":", ppl, ",\"predicted\":", r.predicted);
-      if (!a.json) std::printf("perplexity %.6f over %zu predicted tokens\n", ppl, r.predicted);
-    } else if (!a.json) {
-      std::printf("%zu positions teacher-forced%s\n", r.positions,
-                  a.logitsOut.empty() ? "" : cat(", logits written to ", a.logitsOut).c_str());
-    }
-    printStats(a, session, extra);
-    return 0;
-  }
+  if (!forced.empty()) return runTeacherForced(a, *weights, session, forced);
 
   SamplerOptions sopt{a.temp, a.topK, a.topP, a.seed};
   Sampler sampler(sopt, session.vocabSize());
@@ -310,74 +294,10 @@ int runMain(const Args& a) {
   gen.maxTokens = a.maxTokens;
   gen.sampling = sopt;
   gen.stopIds = stopIds(cfg, tok ? &*tok : nullptr);
-
-  if (a.chat) {
-    ChatSession chat(session, *tok, a.think, a.system);
-    const bool tty = isatty(fileno(stdout));
-    std::string lastSection;
-    std::vector<int32_t> allTokens;
-    auto show = [&](ChatChannel ch, const std::string& bytes) {
-      const std::string section = ch == ChatChannel::Thinking ? "thinking" : "answer";
-      if (section != lastSection) {
-        if (!a.json) std::fputs(tty ? (ch == ChatChannel::Thinking ? "\x1b[2m" : "\x1b[0m\n")
-                                    : (ch == ChatChannel::Thinking ? "[thinking]\n" : "\n[answer]\n"),
-                                stdout);
-        lastSection = section;
-      }
-      if (!a.json) {
-        std::fwrite(bytes.data(), 1, bytes.size(), stdout);
-        std::fflush(stdout);
-      }
-    };
-    auto oneTurn = [&](const std::string& user) {
-      lastSection.clear();
-      ChatReply r = chat.turn(user, sampler, gen, show);
-      if (!a.json) std::fputs(tty ? "\x1b[0m\n" : "\n", stdout);
-      allTokens.insert(allTokens.end(), r.tokens.begin(), r.tokens.end());
-      return r;
-    };
-    if (!a.prompt.empty()) {
-      ChatReply r = oneTurn(a.prompt);
-      std::string extra = jsonIds("prompt_ids", chat.lastPrompt()) + jsonIds("tokens", r.tokens) +
-                          cat(",\"stopped\":", r.stopped ? "true" : "false");
-      printStats(a, session, extra);
-      return 0;
-    }
-    // Interactive: one user message per line, state kept across turns.
-    LineReader lines(STDIN_FILENO, "<stdin>", kChatLineInput);
-    for (;;) {
-      std::fputs("> ", stderr);
-      const std::optional<std::string> next = lines.next();
-      if (!next) break;
-      const std::string& line = *next;
-      if (line.empty()) continue;
-      if (line == "/exit" || line == "/quit") break;
-      oneTurn(line);
-    }
-    printStats(a, session, "");
-    return 0;
-  }
-
+  if (a.chat) return runChat(a, session, *tok, sampler, gen);
   if (a.prompt.empty() && promptIds.empty())
     fail(ErrorKind::Usage, "nothing to do: give -p PROMPT, --prompt-ids, --chat, --ids or --perplexity");
-  std::vector<int32_t> ids = promptIds;  // --prompt-ids: fed as given, no BOS added
-  if (ids.empty()) {
-    if (cfg.bosTokenId && !a.noBos) ids.push_back(static_cast<int32_t>(*cfg.bosTokenId));
-    for (uint32_t id : tok->encode(a.prompt, false)) ids.push_back(static_cast<int32_t>(id));
-  }
-  session.feed(ids);
-  GenerateResult g = generate(session, sampler, gen, [&](int32_t id) {
-    if (std::find(gen.stopIds.begin(), gen.stopIds.end(), id) != gen.stopIds.end()) return;
-    if (a.json) return;
-    const std::string b = tok->tokenBytes(static_cast<uint32_t>(id));
-    std::fwrite(b.data(), 1, b.size(), stdout);
-    std::fflush(stdout);
-  });
-  if (!a.json) std::fputc('\n', stdout);
-  printStats(a, session, jsonIds("prompt_ids", ids) + jsonIds("tokens", g.tokens) +
-                             cat(",\"stopped\":", g.stopped ? "true" : "false") +
-                             cat(",\"decode_wall_tok_s\":", g.wallTokensPerSecond()));
-  return 0;
+  return runGenerate(a, cfg, session, tok ? &*tok : nullptr, promptIds, sampler, gen);
 }
 
 }  // namespace
@@ -435,8 +355,12 @@ int main(int argc, char** argv) {
   app.add_option("--stream-interval-ms", a.srv.streamIntervalMs,
                  "--serve: send streamed output at most this often, ms (default 10; 0 = every token)");
   app.add_option("--cors", a.srv.corsOrigin, "--serve: allow this browser origin (CORS off by default)");
-  if (const auto rc = k3app::parseCommandLine(app, "k3-run", argc, argv)) return *rc;
-  try {
+  std::string isa;
+  k3app::addIsaOption(app, isa);
+  const k3app::ErrorPolicy errors{.app = "k3-run", .json = [&] { return a.json; }};
+  if (const auto rc = k3app::parseCommandLine(app, errors, argc, argv)) return *rc;
+  return k3app::runReportingErrors(errors, [&] {
+    k3app::applyIsaChoice(isa);
     k3::model::checkExpertTopP(a.expertTopP, "--expert-top-p");
     a.ctxGiven = ctxOpt->count() > 0;
     if (threadsOpt->count() && a.threadsArg != 0) a.threads = k3::checkThreadCount(a.threadsArg);
@@ -447,11 +371,5 @@ int main(int argc, char** argv) {
       return serveMain(a);
     }
     return runMain(a);
-  } catch (const k3::Error& e) {
-    std::fprintf(stderr, "k3-run: %s\n", e.what());
-    return e.kind() == k3::ErrorKind::Usage ? 2 : 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "k3-run: %s\n", e.what());
-    return 1;
-  }
+  });
 }

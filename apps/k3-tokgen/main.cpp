@@ -10,10 +10,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "../app_errors.h"
 #include "k3/io/error.h"
 #include "k3/io/input_file.h"
 #include "k3/io/output_file.h"
@@ -62,6 +64,22 @@ std::vector<k3::FileId> sourceFiles(const std::vector<std::string>& source) {
   return ids;
 }
 
+// encode's positionals: SOURCE, then the text. A directory SOURCE is one
+// argument, a TIKTOKEN_MODEL may be followed by its TOKENIZER_CONFIG.
+struct EncodeArgs {
+  std::vector<std::string> source;
+  std::optional<std::string> text;
+};
+EncodeArgs splitEncodeArgs(const std::vector<std::string>& args) {
+  const size_t sourceLen = !args.empty() && fs::is_directory(args[0]) ? 1 : std::min<size_t>(args.size(), 2);
+  if (args.size() > sourceLen + 1)
+    k3::fail(k3::ErrorKind::Usage, "encode: expected SOURCE [TEXT], got ", args.size(), " arguments (quote the text)");
+  EncodeArgs e;
+  e.source.assign(args.begin(), args.begin() + static_cast<std::ptrdiff_t>(sourceLen));
+  if (args.size() > sourceLen) e.text = args.back();
+  return e;
+}
+
 // Temp + fsync + rename (k3::AtomicOutput): never over an input or a special file.
 void writeAtomically(const std::string& path, const std::string& bytes, const std::vector<k3::FileId>& inputs) {
   if (path == "-") {
@@ -73,16 +91,195 @@ void writeAtomically(const std::string& path, const std::string& bytes, const st
   out.commit();
 }
 
+// Each subcommand's flags, filled by the parse.
+struct EncodeFlags {
+  std::vector<std::string> args;  // SOURCE [TEXT]
+  std::string text;
+  bool textGiven = false, allowSpecial = false, json = false;
+};
+struct DecodeFlags {
+  std::vector<std::string> source, ids;
+  bool json = false;
+};
+struct ChatFlags {
+  std::vector<std::string> source;
+  std::string file;
+  bool json = false, text = false, jsonl = false;
+};
+struct ParseFlags {
+  std::vector<std::string> args;  // SOURCE (1 or 2 paths) then IDS
+  std::string tools;
+  bool noThinking = false, json = false;
+};
+struct BenchFlags {
+  std::vector<std::string> source;
+  std::string file;
+  int repeat = 3;
+};
+struct WriteFlags {  // no subcommand: write tokenizer.json and/or check a corpus
+  std::vector<std::string> source;
+  std::string output, corpus;
+  bool json = false, noWrite = false;
+};
+
+int encodeMain(const EncodeFlags& f) {
+  const EncodeArgs e = splitEncodeArgs(f.args);
+  if (e.text && f.textGiven) k3::fail(k3::ErrorKind::Usage, "encode: the text given twice (TEXT and --text)");
+  Tokenizer tok = loadSource(e.source);
+  const std::string text = e.text ? *e.text : f.textGiven ? f.text : readStdin(k3::kTextInput);
+  std::cout << k3::tok::formatIds(tok.encode(text, f.allowSpecial), f.json) << "\n";
+  return 0;
+}
+
+int decodeMain(const DecodeFlags& f) {
+  Tokenizer tok = loadSource(f.source);
+  std::string idText;
+  if (f.ids.empty()) {
+    idText = readStdin(k3::kIdListInput);
+  } else {
+    for (const auto& s : f.ids) idText += s + " ";
+  }
+  std::string bytes = tok.decode(k3::tok::parseIds(idText, f.ids.empty() ? "<stdin>" : "--ids"));
+  if (f.json) {
+    std::cout << k3::tok::decodeJson(bytes) << "\n";
+  } else {
+    std::fwrite(bytes.data(), 1, bytes.size(), stdout);
+  }
+  return 0;
+}
+
+int chatMain(const ChatFlags& f) {
+  Tokenizer tok = loadSource(f.source);
+  const std::string json =
+      f.file.empty() ? readStdin(k3::kChatRequestInput) : k3::readInputFile(f.file, k3::kChatRequestInput);
+  const std::string origin = f.file.empty() ? "<stdin>" : f.file;
+  // As an OpenAI-compatible server does (spec 7.6), the CLI reads role
+  // `developer` as `system`; the encoder itself rejects it.
+  const k3::tok::ChatRequestReadOptions readOpts{.developerAsSystem = true};
+  // The encoder's errors name the field; the file is added here.
+  auto render = [&](std::string_view text, const std::string& where) {
+    const k3::tok::ChatRequest req = k3::tok::parseChatRequest(text, where, readOpts);
+    try {
+      return k3::tok::renderChat(tok, req);
+    } catch (const k3::Error& e) {
+      throw k3::Error(e.kind(), where + ": " + e.what());
+    }
+  };
+  if (f.jsonl) {
+    std::istringstream lines(json);
+    std::string line, out;
+    for (size_t n = 1; std::getline(lines, line); ++n) {
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      try {
+        out += k3::tok::formatIds(render(line, origin + ":" + std::to_string(n)).ids, true) + "\n";
+      } catch (const k3::Error& e) {
+        out += k3::JsonObject(k3::JsonObject::Spacing::Python).add("error", e.what()).str() + "\n";
+      }
+    }
+    std::cout << out;
+    return 0;
+  }
+  const k3::tok::RenderedChat r = render(json, origin);
+  if (f.text) std::cout << k3::tok::describeSegments(r.segments) << "\n";
+  else std::cout << k3::tok::formatIds(r.ids, f.json) << "\n";
+  return 0;
+}
+
+int parseMain(const ParseFlags& f) {
+  Tokenizer tok = loadSource(std::vector<std::string>(f.args.begin(), f.args.end() - 1));
+  std::vector<k3::tok::ToolSpec> tools;
+  if (!f.tools.empty())
+    tools = k3::tok::parseChatRequest(k3::readInputFile(f.tools, k3::kChatRequestInput), f.tools,
+                                      {.developerAsSystem = true})
+                .tools;
+  const std::vector<uint32_t> ids = k3::tok::readIdList(f.args.back(), "IDS");
+  const k3::tok::ParsedChatOutput r = k3::tok::parseChatOutput(tok, ids, tools, !f.noThinking);
+  if (r.error) k3::fail(k3::ErrorKind::Format, "malformed model output: ", r.error->message());
+  if (f.json) std::cout << k3::tok::assistantChoiceJson(r.message, r.finishReason) << "\n";
+  else std::cout << k3::tok::describeAssistantMessage(r.message, r.finishReason);
+  if (!r.end.complete) std::cerr << "k3-tokgen: warning: the output stops " << r.end.state << " (finish_reason length)\n";
+  return 0;
+}
+
+int benchMain(const BenchFlags& f) {
+  Tokenizer tok = loadSource(f.source);
+  const std::string text = k3::readInputFile(f.file, k3::kTextInput);
+  auto bestOf = [&](auto&& fn) {
+    double best = 1e300;
+    for (int i = 0; i < f.repeat; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      fn();
+      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return best;
+  };
+  size_t tokens = 0, pieces = 0, regexPieces = 0;
+  double encodeS = bestOf([&] { tokens = tok.encode(text).size(); });
+  // Pre-tokenizer alone: the hand-written matcher vs PCRE2 JIT.
+  double splitS = bestOf([&] {
+    pieces = 0;
+    tok.preTokenizer().split(text, [&](std::string_view) { ++pieces; });
+  });
+  k3::tok::RegexPreTokenizer regex;
+  k3::tok::RegexPreTokenizer::Scratch scratch(regex);
+  double regexS = bestOf([&] {
+    regexPieces = 0;
+    regex.split(text, scratch, [&](std::string_view) { ++regexPieces; });
+  });
+  const double mb = double(text.size()) / 1e6;
+  k3::JsonObject j(k3::JsonObject::Spacing::Python);
+  j.add("bytes", text.size()).add("tokens", tokens).add("seconds", encodeS).add("mb_per_s", mb / encodeS);
+  j.add("pieces", pieces).add("pretokenize_mb_per_s", mb / splitS).add("regex_pieces", regexPieces);
+  j.add("regex_pretokenize_mb_per_s", mb / regexS);
+  std::cout << j.str() << "\n";
+  return 0;
+}
+
+// Writes tokenizer.json (unless --check --no-write) and prints what it holds.
+void writeTokenizerJson(const WriteFlags& f, const Tokenizer& tok) {
+  const std::string path = f.output.empty() ? defaultOutput(f.source) : f.output;
+  k3::tok::HfJsonStats stats;
+  const std::string text = k3::tok::buildHfTokenizerJson(tok, &stats);
+  writeAtomically(path, text, sourceFiles(f.source));
+  if (path == "-") return;
+  if (f.json) {
+    k3::JsonObject j(k3::JsonObject::Spacing::Python);
+    j.add("output", path).add("bytes", text.size()).add("vocab", stats.vocab).add("merges", stats.merges);
+    j.add("added_tokens", stats.addedTokens).add("unreachable_tokens", stats.unreachable);
+    j.add("added_shadowed_by_ranks", stats.addedShadowed);
+    std::cout << j.str() << "\n";
+  } else {
+    std::cout << "wrote " << path << ": " << text.size() << " bytes, " << stats.vocab << " ranks, " << stats.merges
+              << " merges, " << stats.addedTokens << " added tokens (" << stats.unreachable
+              << " ranks only reachable as whole pieces)\n";
+  }
+  if (stats.addedShadowed)
+    std::cerr << "k3-tokgen: warning: " << stats.addedShadowed
+              << " added token(s) have the same text as a rank; Hugging Face will use the rank's id for them\n";
+}
+
+int writeMain(const WriteFlags& f) {
+  Tokenizer tok = loadSource(f.source);
+  int rc = 0;
+  if (!f.corpus.empty()) {
+    k3::tok::CheckReport rep = k3::tok::checkCorpus(tok, f.corpus);
+    std::cout << (f.json ? k3::tok::checkReportJson(rep) : k3::tok::checkReportText(rep)) << std::flush;
+    rc = rep.failed() ? 1 : 0;
+  }
+  if (f.corpus.empty() || !f.noWrite) writeTokenizerJson(f, tok);
+  return rc;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"k3-tokgen: Hugging Face tokenizer.json for the Kimi K3 tiktoken vocabulary, corpus checks, "
                "and encode/decode from the shell.\n"
                "  k3-tokgen SOURCE [-o tokenizer.json] [--check CORPUS] [--json]\n"
-               "  k3-tokgen encode SOURCE [-t TEXT] [--allow-special] [--json]  (text from stdin without -t)\n"
-               "  k3-tokgen decode SOURCE [--ids ID...] [--json]                (ids from stdin without --ids)\n"
-               "  k3-tokgen chat SOURCE [-f REQUEST.json] [--json|--text]       (JSON from stdin without -f)\n"
-               "  k3-tokgen chat SOURCE --jsonl [-f REQUESTS.jsonl]             (one request per line)\n"
+               "  k3-tokgen encode SOURCE [TEXT] [--allow-special] [--json]  (or -t TEXT; stdin without either)\n"
+               "  k3-tokgen decode SOURCE [--ids ID...] [--json]             (ids from stdin without --ids)\n"
+               "  k3-tokgen chat SOURCE [-f REQUEST.json] [--json|--text]    (JSON from stdin without -f)\n"
+               "  k3-tokgen chat SOURCE --jsonl [-f REQUESTS.jsonl]          (one request per line)\n"
                "  k3-tokgen parse SOURCE IDS [--no-thinking] [--tools REQUEST.json] [--json]\n"
                "                                  (IDS: what the model generated, a comma list or a file)\n"
                "  k3-tokgen bench SOURCE --file TEXT_FILE [--repeat N]\n"
@@ -91,214 +288,76 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("k3-tokgen ") + K3KIT_VERSION);
   app.require_subcommand(0, 1);
 
-  std::vector<std::string> source;
-  std::string output, corpus;
-  bool json = false, noWrite = false;
-  app.add_option("source", source, "snapshot directory, or TIKTOKEN_MODEL [TOKENIZER_CONFIG]");
-  app.add_option("-o,--output", output, "tokenizer.json path ('-' = stdout; default: next to tiktoken.model)");
-  app.add_option("--check", corpus, "JSON-lines corpus: strings, or {\"text\",\"ids\"[,\"allow_special\"]}");
-  app.add_flag("--no-write", noWrite, "with --check: do not write tokenizer.json");
-  app.add_flag("--json", json, "machine-readable output");
+  WriteFlags wr;
+  app.add_option("source", wr.source, "snapshot directory, or TIKTOKEN_MODEL [TOKENIZER_CONFIG]");
+  app.add_option("-o,--output", wr.output, "tokenizer.json path ('-' = stdout; default: next to tiktoken.model)");
+  app.add_option("--check", wr.corpus, "JSON-lines corpus: strings, or {\"text\",\"ids\"[,\"allow_special\"]}");
+  app.add_flag("--no-write", wr.noWrite, "with --check: do not write tokenizer.json");
+  app.add_flag("--json", wr.json, "machine-readable output");
 
-  std::vector<std::string> encSource, decSource, decIds;
-  std::string encText;
-  bool allowSpecial = false, encJson = false, decJson = false;
+  EncodeFlags en;
   CLI::App* enc = app.add_subcommand("encode", "print the token ids of TEXT (or stdin)");
-  enc->add_option("source", encSource, "snapshot directory or TIKTOKEN_MODEL [TOKENIZER_CONFIG]")->expected(1, 2);
-  enc->add_option("--text,-t", encText, "text to encode (default: read stdin)");
-  enc->add_flag("--allow-special", allowSpecial, "match added-token text such as <|open|> as one id");
-  enc->add_flag("--json", encJson, "print a JSON array");
-  CLI::App* dec = app.add_subcommand("decode", "write the bytes of token ids (args or stdin)");
-  dec->add_option("source", decSource, "snapshot directory or TIKTOKEN_MODEL [TOKENIZER_CONFIG]")->expected(1, 2);
-  dec->add_option("--ids", decIds, "token ids (default: read stdin, separated by spaces/commas/brackets)");
-  dec->add_flag("--json", decJson, "print {\"text\": ...} (invalid UTF-8 replaced by U+FFFD)");
+  enc->add_option("args", en.args, "SOURCE (snapshot directory or TIKTOKEN_MODEL [TOKENIZER_CONFIG]), then TEXT")
+      ->expected(1, 3)
+      ->required();
+  CLI::Option* textOpt = enc->add_option("--text,-t", en.text, "text to encode (instead of TEXT; default: read stdin)");
+  enc->add_flag("--allow-special", en.allowSpecial, "match added-token text such as <|open|> as one id");
+  enc->add_flag("--json", en.json, "print a JSON array");
 
-  std::vector<std::string> chatSource;
-  std::string chatFile;
-  bool chatJson = false, chatText = false, chatJsonl = false;
+  DecodeFlags de;
+  CLI::App* dec = app.add_subcommand("decode", "write the bytes of token ids (args or stdin)");
+  dec->add_option("source", de.source, "snapshot directory or TIKTOKEN_MODEL [TOKENIZER_CONFIG]")->expected(1, 2);
+  dec->add_option("--ids", de.ids, "token ids (default: read stdin, separated by spaces/commas/brackets)");
+  dec->add_flag("--json", de.json, "print {\"text\": ...} (invalid UTF-8 replaced by U+FFFD)");
+
+  ChatFlags ch;
   CLI::App* chat = app.add_subcommand(
       "chat", "print the XTML prompt ids of an OpenAI chat-completions request (docs/CHAT.md)");
-  chat->add_option("source", chatSource, "snapshot directory or TIKTOKEN_MODEL [TOKENIZER_CONFIG]")->expected(1, 2);
-  chat->add_option("--file,-f", chatFile,
+  chat->add_option("source", ch.source, "snapshot directory or TIKTOKEN_MODEL [TOKENIZER_CONFIG]")->expected(1, 2);
+  chat->add_option("--file,-f", ch.file,
                    "request JSON: {\"messages\", \"tools\", \"tool_choice\", \"response_format\", "
                    "\"chat_template_kwargs\": {\"thinking\", \"thinking_effort\"}, \"reasoning_effort\", "
                    "\"add_generation_prompt\"}; the legacy {\"messages\", \"thinking\"} too (default: stdin)");
-  auto* jsonFlag = chat->add_flag("--json", chatJson, "print a JSON array");
-  auto* textFlag = chat->add_flag("--text", chatText, "print the rendered text, specials as is, text segments as \u2039...\u203a");
-  chat->add_flag("--jsonl", chatJsonl,
+  auto* jsonFlag = chat->add_flag("--json", ch.json, "print a JSON array");
+  auto* textFlag = chat->add_flag("--text", ch.text, "print the rendered text, specials as is, text segments as \u2039...\u203a");
+  chat->add_flag("--jsonl", ch.jsonl,
                  "batch: one request per input line; prints one line each, the ids as a JSON array or "
                  "{\"error\": MESSAGE}")
       ->excludes(textFlag);
   textFlag->excludes(jsonFlag);
 
-  std::vector<std::string> parseArgs;
-  std::string parseTools;
-  bool parseNoThinking = false, parseJson = false;
+  ParseFlags pa;
   CLI::App* parse = app.add_subcommand(
       "parse", "parse what the model generated after the generation prompt into an assistant message (docs/CHAT.md)");
-  parse->add_option("args", parseArgs, "SOURCE (1 or 2 paths) then IDS: ids separated by commas/spaces, a file of them, or - for stdin")
+  parse->add_option("args", pa.args, "SOURCE (1 or 2 paths) then IDS: ids separated by commas/spaces, a file of them, or - for stdin")
       ->expected(2, 3)
       ->required();
-  parse->add_flag("--no-thinking", parseNoThinking, "the prompt opened the response channel, not think");
-  parse->add_option("--tools", parseTools, "an OpenAI request whose tools the calls are checked against (default: none)");
-  parse->add_flag("--json", parseJson, "print the OpenAI choice {\"index\", \"message\", \"finish_reason\"}");
+  parse->add_flag("--no-thinking", pa.noThinking, "the prompt opened the response channel, not think");
+  parse->add_option("--tools", pa.tools, "an OpenAI request whose tools the calls are checked against (default: none)");
+  parse->add_flag("--json", pa.json, "print the OpenAI choice {\"index\", \"message\", \"finish_reason\"}");
 
-  std::vector<std::string> benchSource;
-  std::string benchFile;
-  int benchRepeat = 3;
+  BenchFlags be;
   CLI::App* bench = app.add_subcommand("bench", "encode throughput of FILE (best of --repeat runs), as JSON");
-  bench->add_option("source", benchSource, "snapshot directory or TIKTOKEN_MODEL [TOKENIZER_CONFIG]")->expected(1, 2);
-  bench->add_option("--file", benchFile, "text file to encode")->required();
-  bench->add_option("--repeat", benchRepeat, "runs; the fastest is reported")->check(CLI::PositiveNumber);
+  bench->add_option("source", be.source, "snapshot directory or TIKTOKEN_MODEL [TOKENIZER_CONFIG]")->expected(1, 2);
+  bench->add_option("--file", be.file, "text file to encode")->required();
+  bench->add_option("--repeat", be.repeat, "runs; the fastest is reported")->check(CLI::PositiveNumber);
 
-  if (const auto rc = k3app::parseCommandLine(app, "k3-tokgen", argc, argv)) return *rc;
-  try {
+  // --json on the command or subcommand asked for: errors come as the JSON error object too.
+  const k3app::ErrorPolicy errors{.app = "k3-tokgen", .json = [&] { return wr.json || en.json || de.json || ch.json || pa.json; }};
+  if (const auto rc = k3app::parseCommandLine(app, errors, argc, argv)) return *rc;
+  return k3app::runReportingErrors(errors, [&] {
     if (*enc) {
-      Tokenizer tok = loadSource(encSource);
-      std::string text = enc->count("--text") ? encText : readStdin(k3::kTextInput);
-      std::cout << k3::tok::formatIds(tok.encode(text, allowSpecial), encJson) << "\n";
-      return 0;
+      en.textGiven = textOpt->count() > 0;
+      return encodeMain(en);
     }
-    if (*dec) {
-      Tokenizer tok = loadSource(decSource);
-      std::string idText;
-      if (decIds.empty()) {
-        idText = readStdin(k3::kIdListInput);
-      } else {
-        for (const auto& s : decIds) idText += s + " ";
-      }
-      std::string bytes = tok.decode(k3::tok::parseIds(idText, decIds.empty() ? "<stdin>" : "--ids"));
-      if (decJson) {
-        std::cout << k3::tok::decodeJson(bytes) << "\n";
-      } else {
-        std::fwrite(bytes.data(), 1, bytes.size(), stdout);
-      }
-      return 0;
-    }
-    if (*chat) {
-      Tokenizer tok = loadSource(chatSource);
-      std::string json;
-      json = chatFile.empty() ? readStdin(k3::kChatRequestInput) : k3::readInputFile(chatFile, k3::kChatRequestInput);
-      const std::string origin = chatFile.empty() ? "<stdin>" : chatFile;
-      // As an OpenAI-compatible server does (spec 7.6), the CLI reads role
-      // `developer` as `system`; the encoder itself rejects it.
-      const k3::tok::ChatRequestReadOptions readOpts{.developerAsSystem = true};
-      // The encoder's errors name the field; the file is added here.
-      auto render = [&](std::string_view text, const std::string& where) {
-        const k3::tok::ChatRequest req = k3::tok::parseChatRequest(text, where, readOpts);
-        try {
-          return k3::tok::renderChat(tok, req);
-        } catch (const k3::Error& e) {
-          throw k3::Error(e.kind(), where + ": " + e.what());
-        }
-      };
-      if (chatJsonl) {
-        std::istringstream lines(json);
-        std::string line, out;
-        for (size_t n = 1; std::getline(lines, line); ++n) {
-          if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-          try {
-            out += k3::tok::formatIds(render(line, origin + ":" + std::to_string(n)).ids, true) + "\n";
-          } catch (const k3::Error& e) {
-            out += "{\"error\": " + k3::jsonString(e.what()) + "}\n";
-          }
-        }
-        std::cout << out;
-        return 0;
-      }
-      const k3::tok::RenderedChat r = render(json, origin);
-      if (chatText) std::cout << k3::tok::describeSegments(r.segments) << "\n";
-      else std::cout << k3::tok::formatIds(r.ids, chatJson) << "\n";
-      return 0;
-    }
-    if (*parse) {
-      Tokenizer tok = loadSource(std::vector<std::string>(parseArgs.begin(), parseArgs.end() - 1));
-      std::vector<k3::tok::ToolSpec> tools;
-      if (!parseTools.empty())
-        tools = k3::tok::parseChatRequest(k3::readInputFile(parseTools, k3::kChatRequestInput), parseTools,
-                                          {.developerAsSystem = true})
-                    .tools;
-      const std::vector<uint32_t> ids = k3::tok::readIdList(parseArgs.back(), "IDS");
-      const k3::tok::ParsedChatOutput r = k3::tok::parseChatOutput(tok, ids, tools, !parseNoThinking);
-      if (r.error) {
-        std::cerr << "k3-tokgen: malformed model output: " << r.error->message() << "\n";
-        return 1;
-      }
-      if (parseJson) std::cout << k3::tok::assistantChoiceJson(r.message, r.finishReason) << "\n";
-      else std::cout << k3::tok::describeAssistantMessage(r.message, r.finishReason);
-      if (!r.end.complete) std::cerr << "k3-tokgen: warning: the output stops " << r.end.state << " (finish_reason length)\n";
-      return 0;
-    }
-    if (*bench) {
-      Tokenizer tok = loadSource(benchSource);
-      const std::string text = k3::readInputFile(benchFile, k3::kTextInput);
-      auto bestOf = [&](auto&& fn) {
-        double best = 1e300;
-        for (int i = 0; i < benchRepeat; ++i) {
-          auto t0 = std::chrono::steady_clock::now();
-          fn();
-          best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-        }
-        return best;
-      };
-      size_t tokens = 0, pieces = 0, regexPieces = 0;
-      double encodeS = bestOf([&] { tokens = tok.encode(text).size(); });
-      // Pre-tokenizer alone: the hand-written matcher vs PCRE2 JIT.
-      double splitS = bestOf([&] {
-        pieces = 0;
-        tok.preTokenizer().split(text, [&](std::string_view) { ++pieces; });
-      });
-      k3::tok::RegexPreTokenizer regex;
-      k3::tok::RegexPreTokenizer::Scratch scratch(regex);
-      double regexS = bestOf([&] {
-        regexPieces = 0;
-        regex.split(text, scratch, [&](std::string_view) { ++regexPieces; });
-      });
-      double mb = double(text.size()) / 1e6;
-      std::cout << "{\"bytes\": " << text.size() << ", \"tokens\": " << tokens << ", \"seconds\": " << encodeS
-                << ", \"mb_per_s\": " << mb / encodeS << ", \"pieces\": " << pieces
-                << ", \"pretokenize_mb_per_s\": " << mb / splitS << ", \"regex_pieces\": " << regexPieces
-                << ", \"regex_pretokenize_mb_per_s\": " << mb / regexS << "}\n";
-      return 0;
-    }
-    if (source.empty()) {
+    if (*dec) return decodeMain(de);
+    if (*chat) return chatMain(ch);
+    if (*parse) return parseMain(pa);
+    if (*bench) return benchMain(be);
+    if (wr.source.empty()) {
       std::cerr << app.help() << "\n";
       return 2;
     }
-    Tokenizer tok = loadSource(source);
-    int rc = 0;
-    if (!corpus.empty()) {
-      k3::tok::CheckReport rep = k3::tok::checkCorpus(tok, corpus);
-      std::cout << (json ? k3::tok::checkReportJson(rep) : k3::tok::checkReportText(rep)) << std::flush;
-      rc = rep.failed() ? 1 : 0;
-    }
-    if (corpus.empty() || !noWrite) {
-      std::string path = output.empty() ? defaultOutput(source) : output;
-      k3::tok::HfJsonStats stats;
-      std::string text = k3::tok::buildHfTokenizerJson(tok, &stats);
-      writeAtomically(path, text, sourceFiles(source));
-      if (path != "-") {
-        if (json) {
-          std::cout << "{\"output\": \"" << path << "\", \"bytes\": " << text.size() << ", \"vocab\": " << stats.vocab
-                    << ", \"merges\": " << stats.merges << ", \"added_tokens\": " << stats.addedTokens
-                    << ", \"unreachable_tokens\": " << stats.unreachable
-                    << ", \"added_shadowed_by_ranks\": " << stats.addedShadowed << "}\n";
-        } else {
-          std::cout << "wrote " << path << ": " << text.size() << " bytes, " << stats.vocab << " ranks, "
-                    << stats.merges << " merges, " << stats.addedTokens << " added tokens ("
-                    << stats.unreachable << " ranks only reachable as whole pieces)\n";
-        }
-        if (stats.addedShadowed)
-          std::cerr << "k3-tokgen: warning: " << stats.addedShadowed
-                    << " added token(s) have the same text as a rank; Hugging Face will use the rank's id for them\n";
-      }
-    }
-    return rc;
-  } catch (const k3::Error& e) {
-    std::cerr << "k3-tokgen: " << e.what() << "\n";
-    return e.kind() == k3::ErrorKind::Usage ? 2 : 1;
-  } catch (const std::exception& e) {  // bad_alloc and the like: one line, never an abort
-    std::cerr << "k3-tokgen: internal error: " << e.what() << "\n";
-    return 1;
-  }
+    return writeMain(wr);
+  });
 }

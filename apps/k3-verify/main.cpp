@@ -1,14 +1,14 @@
 // k3-verify DST [--full] [--source SRC] [--spread DIR2,...] [--threads N] [--json]
 // Checks a repacked K3 container; exit 0 = sound, 1 = problems, 2 = could not
-// run (usage, DST unreadable, or a file in it could not be read).
+// run (usage, DST unreadable, or a file in it could not be read), as diff
+// does. An error is the apps' one line on stderr and, with --json, their
+// error object with "sound": false added.
 #include <CLI/CLI.hpp>
 #include "../cli_parse.h"
-#include <cstdio>
 #include <iostream>
 
 #include "k3/format/spread_layout.h"
 #include "k3/io/error.h"
-#include "k3/io/json_text.h"
 #include "k3/io/progress_meter.h"
 #include "k3/io/thread_pool.h"
 #include "k3/verify/verifier.h"
@@ -30,7 +30,13 @@ int main(int argc, char** argv) {
   std::string io = "auto";
   app.add_option("--io", io, "--full reads: direct (O_DIRECT), buffered, or auto (direct unless cached)")
       ->check(CLI::IsMember({"auto", "buffered", "direct"}));
-  if (const auto rc = k3app::parseCommandLine(app, "k3-verify", argc, argv)) return *rc;
+  // Every error is "could not run" (2): 1 is the verdict "problems found".
+  const k3app::ErrorPolicy errors{.app = "k3-verify",
+                                  .json = [&] { return json; },
+                                  .usageExit = 2,
+                                  .errorExit = 2,
+                                  .extendJson = [](k3::JsonObject& j) { j.add("sound", false); }};
+  if (const auto rc = k3app::parseCommandLine(app, errors, argc, argv)) return *rc;
 
   k3::verify::VerifyOptions opts;
   opts.full = full;
@@ -41,24 +47,14 @@ int main(int argc, char** argv) {
   const bool hashing = full || !source.empty();
   k3::ProgressMeter progress(0, hashing && k3::stderrIsTerminal());
   opts.progress = &progress;
-  try {
+  return k3app::runReportingErrors(errors, [&] {
     if (threadsOpt->count()) opts.threads = k3::checkThreadCount(threads);
     if (!spread.empty()) opts.spread = k3::parseSpreadDirs(spread);
-    k3::verify::VerifyReport report;
-    report = k3::verify::verifyContainer(dst, opts);
+    const k3::verify::VerifyReport report = k3::verify::verifyContainer(dst, opts);
     progress.finish();
     if (json) std::cout << report.json();
     else std::cout << report.text();
     if (report.incomplete()) return 2;  // something could not be read: not a verdict
     return report.sound() ? 0 : 1;
-  } catch (const k3::Error& e) {
-    std::cerr << "k3-verify: [" << k3::errorKindName(e.kind()) << "] " << e.what() << "\n";
-    if (json)
-      std::cout << "{\"sound\":false,\"error\":{\"kind\":" << k3::jsonString(k3::errorKindName(e.kind()))
-                << ",\"message\":" << k3::jsonString(e.what()) << "}}\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "k3-verify: [internal] " << e.what() << "\n";
-    return 2;
-  }
+  });
 }

@@ -51,6 +51,16 @@ inline RunResult runWith(const std::vector<std::string>& argv, const std::vector
 
 inline std::string tool(const std::string& name) { return binDir() + "/" + name; }
 
+// The "error_kind" of an app's --json error report on stdout ("" if none).
+inline std::string jsonErrorKind(const RunResult& r) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  std::string_view kind;
+  if (parser.parse(r.out).get(root) != simdjson::SUCCESS) return "";
+  if (root["error_kind"].get_string().get(kind) != simdjson::SUCCESS) return "";
+  return std::string(kind);
+}
+
 // A tiny container repacked once per process at `bits` from synthSnapshot("tiny", 1).
 inline std::string tinyContainer(int bits) {
   static std::map<int, std::string> cache;

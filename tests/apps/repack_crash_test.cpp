@@ -47,6 +47,12 @@ void expectNothingBroken(const std::string& dst, const std::map<std::string, std
 std::vector<std::string> repackArgs(const std::string& src, const std::string& dst) {
   return {tool("k3-repack"), src, dst, "--bits", "4", "--threads", "2"};
 }
+// The same with --json: an error's kind is in the report on stdout.
+std::vector<std::string> repackJsonArgs(const std::string& src, const std::string& dst) {
+  std::vector<std::string> a = repackArgs(src, dst);
+  a.push_back("--json");
+  return a;
+}
 
 TEST(RepackCrash, SigkillAtManyPointsThenRerunIsByteIdentical) {
   const std::string src = k3test::synthSnapshot("tiny", 1);
@@ -94,10 +100,11 @@ TEST(RepackCrash, DiskFullGivesClearErrorKeepsCompleteShardsAndRerunFinishes) {
   // Per-file limits: the first shard fails; some shards fit; only the last does not.
   for (rlim_t limit : {rlim_t{40} << 10, rlim_t{200} << 10, rlim_t{280} << 10}) {
     const std::string dst = k3test::freshDir("diskfull") + "/c";
-    k3test::RunResult r = runWith(repackArgs(src, dst), {}, limit);
+    k3test::RunResult r = runWith(repackJsonArgs(src, dst), {}, limit);
     EXPECT_EQ(r.signal, 0) << "killed by a signal (SIGXFSZ?)";
     EXPECT_EQ(r.exitCode, 1) << r.err;
-    EXPECT_EQ(r.err.rfind("k3-repack: error (no-space): ", 0), 0u) << r.err;
+    EXPECT_EQ(jsonErrorKind(r), "no-space") << r.out;
+    EXPECT_EQ(r.err.rfind("k3-repack: ", 0), 0u) << r.err;
     EXPECT_FALSE(fs::exists(dst + "/k3-manifest.json"));
     expectNothingBroken(dst, ref, "disk full at " + std::to_string(limit));
     // Shards completed before the failure are kept (not removed by it).
@@ -130,9 +137,10 @@ TEST(RepackCrash, DiskFullOnASmallFilesystemThenSpaceFreed) {
   const std::string src = k3test::synthSnapshot("tiny", 1);
   const auto ref = snapshotDir(tinyContainer(4));
   const std::string dst = mnt + "/c";
-  k3test::RunResult r = runWith(repackArgs(src, dst), {});
+  k3test::RunResult r = runWith(repackJsonArgs(src, dst), {});
   EXPECT_EQ(r.exitCode, 1) << r.err;
-  EXPECT_EQ(r.err.rfind("k3-repack: error (no-space): ", 0), 0u) << r.err;
+  EXPECT_EQ(jsonErrorKind(r), "no-space") << r.out;
+  EXPECT_EQ(r.err.rfind("k3-repack: ", 0), 0u) << r.err;
   EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dst + "/k3-manifest.json"));
   expectNothingBroken(dst, ref, "ENOSPC");
@@ -177,9 +185,10 @@ TEST(RepackCrash, SourceChangedUnderResumedRunIsRefused) {
     }
     k3test::writeFile(shard, changed);
     const auto before = snapshotDir(dst);
-    k3test::RunResult r = runWith(repackArgs(src, dst), {});
+    k3test::RunResult r = runWith(repackJsonArgs(src, dst), {});
     EXPECT_EQ(r.exitCode, 1) << how << ": " << r.err;
-    EXPECT_EQ(r.err.rfind("k3-repack: error (source-changed): ", 0), 0u) << how << ": " << r.err;
+    EXPECT_EQ(jsonErrorKind(r), "source-changed") << how << ": " << r.out;
+    EXPECT_EQ(r.err.rfind("k3-repack: ", 0), 0u) << how << ": " << r.err;
     EXPECT_FALSE(fs::exists(dst + "/k3-manifest.json")) << how;
     // Nothing that was complete is touched (temp files aside).
     auto after = snapshotDir(dst);

@@ -14,6 +14,7 @@
 
 #include "k3/format/safetensors_file.h"
 #include "k3/format/safetensors_writer.h"
+#include "container_fixture.h"
 #include "support/test_env.h"
 
 namespace fs = std::filesystem;
@@ -41,6 +42,11 @@ void expectSameTree(const Tree& want, const std::string& dir, const std::string&
 std::string tiny() { return k3test::synthSnapshot("tiny", 1); }
 
 k3test::RunResult repack(std::vector<std::string> args) { return k3test::runTool("k3-repack", args); }
+// The same with --json, for the error report's kind.
+k3test::RunResult repackJson(std::vector<std::string> args) {
+  args.push_back("--json");
+  return repack(args);
+}
 
 // One uninterrupted conversion per bit width, made once per test process.
 const Tree& reference(int bits) {
@@ -72,7 +78,8 @@ std::string shardPath(const std::string& src, int n) {
 
 void expectRefused(const k3test::RunResult& r, const std::string& kind) {
   EXPECT_NE(r.exitCode, 0) << "accepted; stderr: " << r.err;
-  EXPECT_NE(r.err.find("error (" + kind + ")"), std::string::npos) << r.err;
+  EXPECT_EQ(k3test::container::jsonErrorKind(r), kind) << r.out << r.err;
+  EXPECT_EQ(r.err.rfind("k3-repack: ", 0), 0u) << r.err;
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "not one line: " << r.err;
 }
 
@@ -128,7 +135,7 @@ TEST(Repack, TwoHalvesPlusFinalizeEqualsOneRun) {
 TEST(Repack, FinalizeRefusesMissingShards) {
   const std::string dst = k3test::freshDir("repack-finalize") + "/out";
   ASSERT_EQ(repack({tiny(), dst, "--shards", "2"}).exitCode, 0);
-  expectRefused(repack({tiny(), dst, "--finalize"}), "missing");
+  expectRefused(repackJson({tiny(), dst, "--finalize"}), "missing");
   EXPECT_FALSE(fs::exists(dst + "/k3-manifest.json"));
 }
 
@@ -167,7 +174,7 @@ TEST(Repack, DiskFullFailsCleanlyThenCompletes) {
   const std::string dst = k3test::freshDir("repack-full") + "/out";
   // RLIMIT_FSIZE of 200 KiB: the small shards fit, the layer shards do not.
   auto r = k3test::run({"/bin/bash", "-c", "ulimit -f 200; exec \"$0\" \"$@\"",
-                        k3test::binDir() + "/k3-repack", tiny(), dst});
+                        k3test::binDir() + "/k3-repack", tiny(), dst, "--json"});
   expectRefused(r, "no-space");
   EXPECT_FALSE(fs::exists(dst + "/k3-manifest.json"));
   const Tree& want = reference(8);
@@ -197,21 +204,21 @@ TEST(Repack, RefusesSourceChangedUnderResume) {
   n += 2;
   for (int i = 0; i < 8; ++i) bytes[static_cast<size_t>(i)] = static_cast<char>((n >> (8 * i)) & 0xFF);
   k3test::writeFile(p, bytes);
-  expectRefused(repack({src, dst, "--shards", "2,3"}), "source-changed");
-  expectRefused(repack({src, dst}), "source-changed");
+  expectRefused(repackJson({src, dst, "--shards", "2,3"}), "source-changed");
+  expectRefused(repackJson({src, dst}), "source-changed");
   EXPECT_FALSE(fs::exists(dst + "/k3-manifest.json"));
   // A changed config.json is refused too.
   const std::string src2 = copyOfTiny("repack-changed-cfg");
   const std::string dst2 = fs::path(src2).parent_path().string() + "/out";
   ASSERT_EQ(repack({src2, dst2, "--shards", "1"}).exitCode, 0);
   k3test::writeFile(src2 + "/config.json", k3test::readFile(src2 + "/config.json") + "\n");
-  expectRefused(repack({src2, dst2}), "source-changed");
+  expectRefused(repackJson({src2, dst2}), "source-changed");
 }
 
 TEST(Repack, RefusesOtherSettingsInSameDst) {
   const std::string dst = k3test::freshDir("repack-settings") + "/out";
   ASSERT_EQ(repack({tiny(), dst, "--shards", "2", "--bits", "8"}).exitCode, 0);
-  expectRefused(repack({tiny(), dst, "--shards", "2", "--bits", "4"}), "mismatch");
+  expectRefused(repackJson({tiny(), dst, "--shards", "2", "--bits", "4"}), "mismatch");
 }
 
 TEST(Repack, RefusesBrokenSources) {
@@ -219,7 +226,7 @@ TEST(Repack, RefusesBrokenSources) {
     const std::string src = copyOfTiny("repack-missing");
     fs::remove(shardPath(src, 5));
     const std::string dst = fs::path(src).parent_path().string() + "/out";
-    expectRefused(repack({src, dst}), "missing");
+    expectRefused(repackJson({src, dst}), "missing");
     EXPECT_FALSE(fs::exists(dst)) << "wrote into DST for a broken source";
   }
   {  // config disagreeing with the tensors
@@ -230,14 +237,14 @@ TEST(Repack, RefusesBrokenSources) {
     cfg.replace(cfg.find(from), from.size(), "\"hidden_size\": 192");
     k3test::writeFile(src + "/config.json", cfg);
     const std::string dst = fs::path(src).parent_path().string() + "/out";
-    expectRefused(repack({src, dst}), "config");
+    expectRefused(repackJson({src, dst}), "config");
     EXPECT_FALSE(fs::exists(dst));
   }
   {  // truncated shard
     const std::string src = copyOfTiny("repack-trunc");
     const std::string p = shardPath(src, 4);
     fs::resize_file(p, fs::file_size(p) - 100);
-    expectRefused(repack({src, fs::path(src).parent_path().string() + "/out"}), "format");
+    expectRefused(repackJson({src, fs::path(src).parent_path().string() + "/out"}), "format");
   }
   {  // duplicate tensor: shard 3 also carries a tensor of shard 2
     const std::string src = copyOfTiny("repack-dup");
@@ -255,16 +262,16 @@ TEST(Repack, RefusesBrokenSources) {
       w.finish();
     }
     fs::rename(out, shardPath(src, 3));
-    expectRefused(repack({src, fs::path(src).parent_path().string() + "/out"}), "duplicate");
+    expectRefused(repackJson({src, fs::path(src).parent_path().string() + "/out"}), "duplicate");
   }
 }
 
 TEST(Repack, RefusesBadUsage) {
   const std::string dst = k3test::freshDir("repack-usage") + "/out";
-  expectRefused(repack({tiny(), dst, "--shards", "99"}), "usage");
-  expectRefused(repack({tiny(), dst, "--shards", "10"}), "usage");  // a vision-only shard
-  expectRefused(repack({tiny(), dst, "--shards", "2,2"}), "usage");
-  expectRefused(repack({tiny(), tiny()}), "usage");
+  expectRefused(repackJson({tiny(), dst, "--shards", "99"}), "usage");
+  expectRefused(repackJson({tiny(), dst, "--shards", "10"}), "usage");  // a vision-only shard
+  expectRefused(repackJson({tiny(), dst, "--shards", "2,2"}), "usage");
+  expectRefused(repackJson({tiny(), tiny()}), "usage");
   EXPECT_EQ(repack({tiny(), dst, "--bits", "5"}).exitCode, 2);
   EXPECT_EQ(repack({tiny()}).exitCode, 2);
   EXPECT_FALSE(fs::exists(dst));

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <sstream>
 
 namespace k3 {
 namespace {
@@ -101,6 +102,49 @@ std::string jsonString(std::string_view s) {
   std::string out;
   appendJsonString(out, s);
   return out;
+}
+
+std::string& JsonObject::next(std::string_view key) {
+  if (!empty_) text_ += spaced_ ? ", " : ",";
+  empty_ = false;
+  appendJsonString(text_, key);
+  text_ += spaced_ ? ": " : ":";
+  return text_;
+}
+
+JsonObject& JsonObject::add(std::string_view key, std::string_view text) {
+  appendJsonString(next(key), text);
+  return *this;
+}
+
+JsonObject& JsonObject::add(std::string_view key, bool value) { return raw(key, value ? "true" : "false"); }
+
+JsonObject& JsonObject::add(std::string_view key, double value) {
+  std::ostringstream os;
+  os << value;
+  return raw(key, os.str());
+}
+
+JsonObject& JsonObject::add(std::string_view key, std::span<const int32_t> ids) {
+  std::string& out = next(key);
+  out += '[';
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) out += spaced_ ? ", " : ",";
+    out += std::to_string(ids[i]);
+  }
+  out += ']';
+  return *this;
+}
+
+JsonObject& JsonObject::fixed(std::string_view key, double value, int decimals) {
+  std::string s(static_cast<size_t>(std::snprintf(nullptr, 0, "%.*f", decimals, value)), '\0');
+  std::snprintf(s.data(), s.size() + 1, "%.*f", decimals, value);
+  return raw(key, s);
+}
+
+JsonObject& JsonObject::raw(std::string_view key, std::string_view json) {
+  next(key) += json;
+  return *this;
 }
 
 }  // namespace k3

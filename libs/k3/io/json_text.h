@@ -1,7 +1,13 @@
-// Small helpers for writing JSON text by hand (the library reads JSON with
-// simdjson only; writers are deterministic string builders).
+// Writing JSON text (the library reads JSON with simdjson only; writers are
+// deterministic string builders): string literals, and JsonObject, the one
+// builder the apps and app-facing services use for flat report objects.
+// Thread-safety: free functions are pure; a JsonObject is a value owned by
+// one thread.
 #pragma once
 
+#include <concepts>
+#include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -16,5 +22,38 @@ std::string jsonString(std::string_view s);
 // The same with ensure_ascii=False: non-ASCII code points are kept as UTF-8
 // (invalid UTF-8 bytes become U+FFFD); only '"', '\\' and C0 controls are escaped.
 void appendJsonStringUtf8(std::string& out, std::string_view s);
+
+// Builds one JSON object, fields in the order added. Numbers print as a C++
+// stream prints them (integers exactly, doubles with 6 significant digits)
+// unless fixed() asks for decimals; strings are escaped by appendJsonString.
+// Compact ({"a":1,"b":2}) or, with Spacing::Python, as Python's json.dumps
+// separates ({"a": 1, "b": 2}).
+class JsonObject {
+ public:
+  enum class Spacing { Compact, Python };
+  explicit JsonObject(Spacing spacing = Spacing::Compact) : spaced_(spacing == Spacing::Python) {}
+
+  JsonObject& add(std::string_view key, std::string_view text);
+  JsonObject& add(std::string_view key, const char* text) { return add(key, std::string_view(text)); }
+  JsonObject& add(std::string_view key, const std::string& text) { return add(key, std::string_view(text)); }
+  JsonObject& add(std::string_view key, bool value);
+  template <std::integral T>
+  JsonObject& add(std::string_view key, T value) {
+    return raw(key, std::to_string(value));
+  }
+  JsonObject& add(std::string_view key, double value);
+  JsonObject& add(std::string_view key, std::span<const int32_t> ids);  // a JSON array of integers
+  JsonObject& fixed(std::string_view key, double value, int decimals);  // printf("%.*f")
+  JsonObject& raw(std::string_view key, std::string_view json);        // already JSON (a nested object)
+
+  // The object's text, "{...}" (no newline).
+  std::string str() const { return text_ + "}"; }
+
+ private:
+  std::string& next(std::string_view key);
+  std::string text_ = "{";
+  bool spaced_;
+  bool empty_ = true;
+};
 
 }  // namespace k3

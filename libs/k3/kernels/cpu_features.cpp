@@ -5,8 +5,7 @@
 
 #include <cpuid.h>
 
-#include <cstdlib>
-#include <cstring>
+#include <atomic>
 
 #include "k3/io/error.h"
 
@@ -50,22 +49,39 @@ bool isaSupported(Isa isa) {
   return i < 3 && supported[i];
 }
 
-static Isa detectBestIsa() {
+// limitIsa()'s ceiling (-1: none) and whether bestIsa() has fixed the choice.
+static std::atomic<int> isaCeiling{-1};
+static std::atomic<bool> isaFixed{false};
+
+// The best supported ISA at most `ceiling` (-1: no ceiling); a ceiling the CPU
+// cannot run keeps the best supported.
+static Isa resolveIsa(int ceiling) {
   Isa best = isaSupported(Isa::Avx512) ? Isa::Avx512
              : isaSupported(Isa::Avx2) ? Isa::Avx2
                                        : Isa::Scalar;
-  const char* want = std::getenv("K3_ISA");
-  if (!want || !*want) return best;
-  Isa asked = best;
-  if (std::strcmp(want, "scalar") == 0) asked = Isa::Scalar;
-  if (std::strcmp(want, "avx2") == 0) asked = Isa::Avx2;
-  if (std::strcmp(want, "avx512") == 0) asked = Isa::Avx512;
+  if (ceiling < 0) return best;
+  const auto asked = static_cast<Isa>(ceiling);
   return isaSupported(asked) ? asked : best;
 }
 
 Isa bestIsa() {
-  static const Isa isa = detectBestIsa();
+  static const Isa isa = [] {
+    isaFixed.store(true);
+    return resolveIsa(isaCeiling.load());
+  }();
   return isa;
+}
+
+void limitIsa(Isa ceiling) {
+  if (isaFixed.load() && resolveIsa(static_cast<int>(ceiling)) != bestIsa())
+    fail(ErrorKind::Internal, "limitIsa(", isaName(ceiling), ") after the kernels chose ", isaName(bestIsa()));
+  isaCeiling.store(static_cast<int>(ceiling));
+}
+
+Isa parseIsaName(std::string_view name, const char* what) {
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512})
+    if (name == isaName(isa)) return isa;
+  fail(ErrorKind::Usage, what, ": '", name, "' is not an instruction set (scalar, avx2 or avx512)");
 }
 
 Isa requireIsa(Isa isa, const char* what) {

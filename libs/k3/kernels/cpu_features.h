@@ -1,7 +1,11 @@
 // Which SIMD instruction sets the kernels may use on this CPU. The library is
 // compiled for baseline x86-64; *_avx2.cpp / *_avx512.cpp files are compiled with
 // ISA flags and are only ever called after these checks say the CPU has them.
+// Thread-safety: every function may be called from any thread; limitIsa()
+// belongs at the top of main, before any thread or kernel starts.
 #pragma once
+
+#include <string_view>
 
 namespace k3::kernels {
 
@@ -16,10 +20,20 @@ const char* isaName(Isa isa);
 // True when this CPU (and OS) can run kernels built for `isa`.
 bool isaSupported(Isa isa);
 
-// The best supported ISA, decided once per process (immutable afterwards).
-// The environment variable K3_ISA=scalar|avx2|avx512 lowers it (for A/B runs
-// and tests); asking for an unsupported ISA falls back to the best supported.
+// The ISA the kernels use: the best this CPU supports, lowered to the
+// ceiling given to limitIsa(). Fixed at its first call, immutable afterwards
+// (the dispatch macros of isa_dispatch.h ask it at every kernel call).
 Isa bestIsa();
+
+// The caller's ISA choice (the apps' --isa / K3_ISA): lowers bestIsa() to
+// `ceiling`; a ceiling above what the CPU supports keeps the best supported.
+// It is process-wide, as the CPU is, so it is set once, before the first
+// bestIsa(): a later call that would change the choice throws
+// k3::Error(Internal) (one that keeps it is accepted). The library itself reads no environment.
+void limitIsa(Isa ceiling);
+
+// "scalar" | "avx2" | "avx512"; anything else throws k3::Error(Usage) naming `what`.
+Isa parseIsaName(std::string_view name, const char* what);
 
 // Throws k3::Error(Unsupported) naming `what` if the CPU cannot run `isa`.
 Isa requireIsa(Isa isa, const char* what);
