@@ -12,6 +12,30 @@ namespace k3::kernels {
 
 namespace {
 
+float groupScale(float s) { return s; }
+float groupScale(uint8_t e) { return ue8m0ToF32(e); }
+
+// Two 4-bit codes a byte (low nibble first), G of them a group with one
+// scale: int4-g64 (value q - 8, f32 scale) and MXFP4 (e2m1, UE8M0 scale).
+template <size_t G, typename Scale, typename Decode>
+float groupedNibbleDot(const WeightView& w, size_t r, const float* x, const Scale* scales, Decode value) {
+  const size_t cols = w.cols;
+  const uint8_t* p = static_cast<const uint8_t*>(w.data) + r * cols / 2;
+  const Scale* s = scales + r * (cols / G);
+  float acc = 0.0f;
+  for (size_t g = 0; g < cols / G; ++g) {
+    float part = 0.0f;
+    for (size_t k = 0; k < G / 2; ++k) {
+      uint8_t b = p[g * G / 2 + k];
+      const float* xg = x + g * G + 2 * k;
+      part += xg[0] * value(static_cast<uint8_t>(b & 0xf));
+      part += xg[1] * value(static_cast<uint8_t>(b >> 4));
+    }
+    acc += groupScale(s[g]) * part;
+  }
+  return acc;
+}
+
 // One output element, in the accumulation order documented in matvec.h.
 float dotRowScalar(const WeightView& w, size_t r, const float* x) {
   const size_t cols = w.cols;
@@ -34,38 +58,12 @@ float dotRowScalar(const WeightView& w, size_t r, const float* x) {
       for (size_t i = 0; i < cols; ++i) acc += x[i] * float(p[i]);
       return static_cast<const float*>(w.scales)[r] * acc;
     }
-    case WeightFormat::I4G64: {
-      const uint8_t* p = static_cast<const uint8_t*>(w.data) + r * cols / 2;
-      const float* s = static_cast<const float*>(w.scales) + r * (cols / kInt4Group);
-      float acc = 0.0f;
-      for (size_t g = 0; g < cols / kInt4Group; ++g) {
-        float part = 0.0f;
-        for (size_t k = 0; k < kInt4Group / 2; ++k) {
-          uint8_t b = p[g * kInt4Group / 2 + k];
-          const float* xg = x + g * kInt4Group + 2 * k;
-          part += xg[0] * float(int(b & 0xf) - 8);
-          part += xg[1] * float(int(b >> 4) - 8);
-        }
-        acc += s[g] * part;
-      }
-      return acc;
-    }
-    case WeightFormat::MXFP4: {
-      const uint8_t* p = static_cast<const uint8_t*>(w.data) + r * cols / 2;
-      const uint8_t* s = static_cast<const uint8_t*>(w.scales) + r * (cols / kMxfp4Group);
-      float acc = 0.0f;
-      for (size_t g = 0; g < cols / kMxfp4Group; ++g) {
-        float part = 0.0f;
-        for (size_t k = 0; k < kMxfp4Group / 2; ++k) {
-          uint8_t b = p[g * kMxfp4Group / 2 + k];
-          const float* xg = x + g * kMxfp4Group + 2 * k;
-          part += xg[0] * kE2M1[b & 0xf];
-          part += xg[1] * kE2M1[b >> 4];
-        }
-        acc += ue8m0ToF32(s[g]) * part;
-      }
-      return acc;
-    }
+    case WeightFormat::I4G64:
+      return groupedNibbleDot<kInt4Group>(w, r, x, static_cast<const float*>(w.scales),
+                                          [](uint8_t q) { return float(int(q) - 8); });
+    case WeightFormat::MXFP4:
+      return groupedNibbleDot<kMxfp4Group>(w, r, x, static_cast<const uint8_t*>(w.scales),
+                                           [](uint8_t q) { return kE2M1[q]; });
   }
   return 0.0f;
 }
