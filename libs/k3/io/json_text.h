@@ -1,6 +1,5 @@
 // Small helpers for writing JSON text by hand (the library reads JSON with
 // simdjson only; writers are deterministic string builders).
-// Thread-safety: pure functions; safe from any thread.
 #pragma once
 
 #include <string>

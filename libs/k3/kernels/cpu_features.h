@@ -1,8 +1,6 @@
 // Which SIMD instruction sets the kernels may use on this CPU. The library is
 // compiled for baseline x86-64; *_avx2.cpp / *_avx512.cpp files are compiled with
 // ISA flags and are only ever called after these checks say the CPU has them.
-// Thread-safety: safe from any thread; the CPU is probed once per process
-// (function-local statics).
 #pragma once
 
 namespace k3::kernels {
