@@ -3,6 +3,8 @@
 // with other --bits) fails at once with "in use by PID N" instead of both
 // leaving mixed fragments. A lock left by a killed run is free (the kernel
 // drops flocks with their process) and is simply taken over. Removed on release.
+// Thread-safety: not thread-safe; one per run and DST (the lock is the
+// process's).
 #pragma once
 
 #include <string>

@@ -3,6 +3,8 @@
 // and verify and only break generation, so the converter names it up front.
 // Bytes may arrive in pieces that split an element: the partial element is
 // carried to the next piece.
+// Thread-safety: firstNonFinite is pure; a FiniteScan carries a split element
+// between pieces, so one per stream (not thread-safe).
 #pragma once
 
 #include <cstddef>

@@ -5,6 +5,8 @@
 // merges the fragments into k3-manifest.json, written last.
 // A killed run leaves only complete files under final names; a rerun with
 // the same settings finishes byte-identical to an uninterrupted run.
+// Thread-safety: repack() shares nothing between calls (its converter runs its
+// own threads); a second run on the same DST is refused by DstLock.
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,8 @@
 // (spec §5.1–5.6 with `--bits 16` = keep BF16). Built from the validated
 // source header alone, so the output header, every output offset and the
 // file size are known before any data is read.
+// Thread-safety: planning is a pure function of the snapshot's headers; a
+// ShardPlan is a value, safe to share read-only.
 #pragma once
 
 #include <cstdint>

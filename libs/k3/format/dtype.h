@@ -1,4 +1,5 @@
 // Safetensors element types: names, bit widths, and which ones hold floats.
+// Thread-safety: pure functions over a constant table; safe from any thread.
 #pragma once
 
 #include <cstddef>

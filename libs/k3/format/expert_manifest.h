@@ -2,6 +2,8 @@
 // and what k3-verify checks (schema: docs/CONTAINER.md, format_version 1).
 // The same class reads and writes the per-shard fragments in .k3-parts/.
 // Writing is deterministic (fixed key order, no timestamps). Plain value type.
+// Thread-safety: a value; const use is safe from any thread, a change needs its
+// one owner.
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,8 @@
 // Values come from `text_config` when it is an object, else from the root;
 // bos/eos are looked up at the root first. Nothing is hard-coded: the layer
 // schedule comes from linear_attn_config.kda_layers.
+// Thread-safety: a plain value, not changed after it is read; safe to share
+// across threads.
 #pragma once
 
 #include <cstdint>

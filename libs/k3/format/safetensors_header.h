@@ -6,6 +6,8 @@
 // count times the dtype size equals its byte span exactly, and offsets
 // 0 ≤ begin ≤ end; sorted by offset the tensors tile the data section from 0
 // to its end with no hole and no overlap. `__metadata__` is a string map.
+// Thread-safety: parsing is pure; a parsed header is a value, safe to share
+// read-only.
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,8 @@
 // (tensor name -> shard basename, in file order) and `metadata.total_size`.
 // Reading accepts any valid index; writing follows spec §5.7 byte for byte
 // (Python json.dump default separators, ASCII escaping, no trailing newline).
+// Thread-safety: values and pure functions; an index is safe to share
+// read-only, a Text builder is one writer's.
 #pragma once
 
 #include <cstdint>

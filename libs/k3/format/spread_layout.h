@@ -8,6 +8,8 @@
 // Placement: each layer's experts are cut into one part per root (contiguous
 // id ranges of equal size), so a token's top-k reads of one layer hit every
 // drive at once; a shard file holds one part, experts in (layer, id) order.
+// Thread-safety: pure functions and values (resolveSpreadRoots only reads the
+// file system); safe from any thread.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,6 @@
 // What the K3 checkpoint holds, derived from ModelConfig (spec §2) and how
 // each source tensor is treated by the converter (spec §5.1–5.2).
+// Thread-safety: pure functions of the config; safe from any thread.
 #pragma once
 
 #include <cstdint>

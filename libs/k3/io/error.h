@@ -1,6 +1,8 @@
 // k3::Error: the one exception type of the library. Every message names the
 // file (and tensor, expert, ...) and what was wrong, on one line; the kind lets
 // callers and tests tell error classes apart without parsing text.
+// Thread-safety: Error is a value (an exception, copied as one); nothing is
+// shared, so any thread may throw and catch.
 #pragma once
 
 #include <sstream>

@@ -1,5 +1,7 @@
 // Small POSIX file helpers shared by readers: an owning (movable) descriptor and a
 // positional read that retries short reads and EINTR.
+// Thread-safety: a UniqueFd has one owner (move-only); preadFull is positional
+// (pread), so threads may read one descriptor at once.
 #pragma once
 
 #include <unistd.h>

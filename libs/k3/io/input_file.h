@@ -4,6 +4,7 @@
 // and a size cap per kind of file so a careless or hostile path fails with a
 // one-line error instead of growing memory until the OOM killer.
 // Names taken from manifests and indexes are confined to their directory.
+// Thread-safety: stateless functions; safe from any thread.
 #pragma once
 
 #include <sys/types.h>

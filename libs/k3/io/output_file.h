@@ -4,6 +4,9 @@
 // regular file (a device node must not become one). Bytes go to
 // `<path>.tmp-<pid>`, which is fsynced and renamed over the target; the temp
 // is removed on every error path, so a full disk leaves nothing behind.
+// Thread-safety: an AtomicOutput is one writer's (not thread-safe), and one per
+// target at a time in a process (the temp name carries the PID); the free
+// functions are stateless.
 #pragma once
 
 #include <span>

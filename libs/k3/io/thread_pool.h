@@ -6,6 +6,8 @@
 // A decode step is a few hundred short fork-joins, so hand-offs spin briefly
 // (about 50 µs) on atomics before falling back to sleeping on a condition
 // variable: a futex wake-up costs more than most of those jobs.
+// Thread-safety: one owner thread drives a pool (see above); its workers only
+// run the jobs they are given.
 #pragma once
 
 #include <atomic>

@@ -9,6 +9,7 @@
 // kernels' entry points, so tests can run every path). A family without avx512:: runs avx2:: on AVX-512 machines.
 // Callers (layers, the forward, the converter) call only the public
 // functions, never a scalar::/avx2:: version directly.
+// Thread-safety: safe from any thread; bestIsa() is decided once per process.
 #pragma once
 
 #include "k3/kernels/cpu_features.h"

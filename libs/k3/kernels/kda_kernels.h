@@ -3,6 +3,7 @@
 // public functions that pick one (isa_dispatch.h), which kda_layer calls. Each works on
 // one head's slice only, so results do not depend on how heads are split over
 // threads or tokens over chunks.
+// Thread-safety: pure functions on caller-owned buffers; safe from any thread.
 #pragma once
 
 #include <cstddef>

@@ -6,6 +6,7 @@
 // so the results do not depend on how heads are grouped or split over threads.
 // mlaWeightedLatent also absorbs a head's queries through its key rows (the
 // same sum: rows for the cache, the tokens' q_nope for the probabilities).
+// Thread-safety: pure functions on caller-owned buffers; safe from any thread.
 #pragma once
 
 #include <cstddef>

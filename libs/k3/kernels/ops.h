@@ -3,6 +3,7 @@
 // Each call runs the AVX2 kernel when the CPU has it, else the scalar
 // reference (ops_kernels.h); both are deterministic for a given length, so a
 // token's result never depends on what else shares its chunk.
+// Thread-safety: pure functions on caller-owned buffers; safe from any thread.
 #pragma once
 
 #include <cmath>

@@ -2,6 +2,7 @@
 // the reference, compiled for baseline x86-64; avx2:: (ops_avx2.cpp, AVX2 +
 // FMA) and avx512:: for the few ops where 16 lanes pay; ops.cpp picks one by
 // the rule of isa_dispatch.h.
+// Thread-safety: pure functions on caller-owned buffers; safe from any thread.
 #pragma once
 
 #include <cstddef>

@@ -11,6 +11,7 @@
 // Special values follow the libm functions: NaN → NaN, exp(+inf) = +inf,
 // exp(−inf) = 0, exp overflows to +inf above ~88.72, tanh(±inf) = ±1,
 // tanh(±0) = ±0. (expm1 of −0 gives +0.)
+// Thread-safety: pure inline functions; safe from any thread.
 #pragma once
 
 #include <immintrin.h>

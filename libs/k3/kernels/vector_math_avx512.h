@@ -5,6 +5,7 @@
 // subnormals included, has the bits of exp8 / expm1_8 (tests/kernels/
 // ops_simd_test.cpp checks that over a sweep of inputs), so the two ISAs
 // are interchangeable for the accuracy bounds documented there.
+// Thread-safety: pure inline functions; safe from any thread.
 #pragma once
 
 #include <immintrin.h>

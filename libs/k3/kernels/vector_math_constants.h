@@ -1,6 +1,7 @@
 // The constants of the SIMD exp/expm1 (vector_math_avx2.h and
 // vector_math_avx512.h): one set, so the two ISAs' results stay the same
 // bits (tests/kernels/ops_simd_test.cpp).
+// Thread-safety: constants.
 #pragma once
 
 namespace k3::kernels::vmath {

@@ -4,6 +4,8 @@
 // starts over when the held tokens are not a prefix of it), generates until
 // <|end_of_msg|>, and splits the reply into thinking and answer channels by
 // following the <|open|>tag<|sep|> … <|close|>tag<|sep|> structure.
+// Thread-safety: not thread-safe; one per conversation, on a Session it alone
+// drives.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,6 @@
 // The dense SiTU-GLU MLP of the first `first_k_dense_replace` layers (spec §6.5).
+// Thread-safety: not thread-safe (scratch for one chunk); one per Forward.
+// forward() forks over the ThreadPool it is given.
 #pragma once
 
 #include <cstddef>

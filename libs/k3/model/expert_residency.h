@@ -32,6 +32,9 @@
 // faulting the mapping is what makes the bound real: a page fault on a file
 // mapping maps a whole fault-around window (64 KiB here), so touching small
 // experts through the mapping makes far more than the budget resident.
+// Thread-safety: willUse() from one thread at a time; next(), lease resets and
+// stats() from any number of threads (one mutex); the loader threads are its
+// own.
 #pragma once
 
 #include <chrono>

@@ -3,6 +3,7 @@
 // weight are dropped, so a decode step reads fewer expert bytes, at a
 // measured quality cost (docs/QUALITY.md). Not part of the model: P = 1 (the
 // default) means off, and the forward then does not call it at all.
+// Thread-safety: pure functions; safe from any thread.
 #pragma once
 
 namespace k3::model {

@@ -4,6 +4,8 @@
 // every projection is one batched matmul over the chunk, while recurrences,
 // cache appends and the AttnRes bookkeeping run per token in order. A chunk of
 // one token is decode; the results do not depend on the chunk size.
+// Thread-safety: not thread-safe; one per Session (its layers' scratch). The
+// ModelWeights it reads may be shared.
 #pragma once
 
 #include <cstddef>

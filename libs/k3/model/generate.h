@@ -1,6 +1,8 @@
 // Autoregressive generation on a Session: sample from the last logits, hand
 // the token to the caller, feed it back, until a stop id or the token limit
 // (clamped to the room left in the session's context).
+// Thread-safety: drives one Session and one Sampler, which must not be used
+// elsewhere during the call.
 #pragma once
 
 #include <cstddef>

@@ -2,6 +2,9 @@
 // causal depthwise short convolution in front of q/k/v. Its whole memory of
 // the past is a fixed-size state per layer (KdaState), so decode cost does not
 // grow with the context.
+// Thread-safety: a KdaLayer holds one chunk's scratch and a KdaState one
+// session's memory: neither is thread-safe; one layer per Forward, which forks
+// over its ThreadPool.
 #pragma once
 
 #include <cstddef>

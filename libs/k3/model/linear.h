@@ -9,6 +9,9 @@
 // run. Still deterministic and chunk-independent (quantisation is per vector).
 // Decode (n·cols ≤ 36864) keeps the quantised X on the stack; a prefill batch
 // larger than that allocates it once per call.
+// Thread-safety: stateless (each call's quantised X is its own scratch);
+// linear() forks over the pool it is given, linearRows runs on the calling
+// thread.
 #pragma once
 
 #include <cstddef>

@@ -4,6 +4,7 @@
 // The file appears only at close() (k3::AtomicOutput: temp, fsync, rename);
 // a run that fails or is dropped before close() leaves no partial file. The
 // target may not be one of `inputs` (the container's files) nor a special file.
+// Thread-safety: not thread-safe; one writer per output file.
 #pragma once
 
 #include <cstddef>

@@ -3,6 +3,9 @@
 // key), and attention runs in the absorbed form: the query is pulled into the
 // latent space through kv_b's key rows, and the value rows are applied to the
 // probability-weighted latent afterwards.
+// Thread-safety: an MlaLayer holds one chunk's scratch and an MlaCache one
+// session's rows: neither is thread-safe; one layer per Forward, which forks
+// over its ThreadPool.
 #pragma once
 
 #include <cstddef>

@@ -4,6 +4,8 @@
 // shape, dtype and byte count is checked there, so a corrupt or incomplete
 // container fails before the first token with one line naming file and tensor.
 // Small vectors (norms, biases, conv taps) are converted to f32 copies.
+// Thread-safety: immutable after open(); safe to share across threads (every
+// Session of a process reads one).
 #pragma once
 
 #include <cstdint>

@@ -14,6 +14,9 @@
 // With expert top-p (expertTopP < 1, expert_top_p.h) a token keeps only the
 // first kept_[t] of its k routed experts; every loop below then runs over
 // those, and with P = 1 over all k exactly as without it.
+// Thread-safety: not thread-safe (scratch for one chunk); one per Forward.
+// forward() forks over the pool it is given and takes experts from one
+// ExpertResidency.
 #pragma once
 
 #include <cstddef>

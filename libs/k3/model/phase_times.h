@@ -2,6 +2,8 @@
 // and decode spend their time (k3-run --json, scripts/bench_run). A phase is
 // timed on the calling thread around its fork-joins, so the phases of one
 // pass add up to the pass (up to the few statements between them).
+// Thread-safety: not thread-safe: a PhaseTimes is added to by the one thread
+// that forks (PhaseClock lives there).
 #pragma once
 
 #include <chrono>

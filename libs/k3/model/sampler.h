@@ -4,6 +4,8 @@
 //   descending, keep the shortest prefix holding ≥ top_p of the mass, and draw
 //   with the sampler's own RNG (xoshiro256**, seeded by splitmix64), so a seed
 //   gives the same tokens on every run and machine.
+// Thread-safety: a Sampler owns its RNG, so one per generation (not
+// thread-safe); argmax is pure.
 #pragma once
 
 #include <cstddef>

@@ -2,6 +2,9 @@
 // it — the Forward engine, the thread pool, expert residency and counters.
 // feed() splits long inputs into chunks (chunked prefill); a chunk of one
 // token is a decode step. No allocation happens per token.
+// Thread-safety: not thread-safe; one per conversation, used from one thread at
+// a time (it owns the pool its feed() forks over). Many Sessions may share one
+// ModelWeights.
 #pragma once
 
 #include <atomic>

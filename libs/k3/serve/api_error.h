@@ -1,6 +1,7 @@
 // An API failure as OpenAI reports it: an HTTP status and the error envelope
 // {"error":{"message","type","param","code"}}. Thrown by the request schema
 // and the server glue; the HTTP layer turns it into the response.
+// Thread-safety: a value (an exception); nothing shared.
 #pragma once
 
 #include <stdexcept>

@@ -3,6 +3,9 @@
 // the rest of its prompt (cancellable between prefill chunks), then samples
 // token by token (cancellable between tokens) through the channel splitter
 // and the stop matcher, pushing deltas to the job as they appear.
+// Thread-safety: submit(), queueDepth(), stats() and the getters are safe from
+// any thread; the Session and the state cache are touched by the worker thread
+// only.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,8 @@
 // One request's work as the engine runs it, and the channel its output comes
 // back on: the HTTP thread waits on it (streaming deltas as they come), the
 // engine's worker fills it, either side may cancel.
+// Thread-safety: shared by the HTTP thread and the worker: the input is fixed
+// before submit(), `cancel` is atomic, the output is guarded by `m`.
 #pragma once
 
 #include <atomic>

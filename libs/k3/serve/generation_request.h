@@ -5,6 +5,7 @@
 // chat_template_kwargs, reasoning_effort, add_generation_prompt) goes to the
 // tok chat-request reader (k3/tok/chat_request.h), with role `developer`
 // read as `system` (as OpenAI-compatible servers do).
+// Thread-safety: values and pure parsers; safe from any thread.
 #pragma once
 
 #include <cstddef>

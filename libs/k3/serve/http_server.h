@@ -3,6 +3,9 @@
 // engine job (non-stream answers, SSE streams, disconnect → cancel).
 // It listens before the model is loaded (GET /health answers 503 until
 // attach()), so supervisors can watch a 1.5 TB model come up.
+// Thread-safety: start(), attach() and stop() from the owning thread; handlers
+// run on httplib's pool and share only the counters (locked), the engine
+// (thread-safe submit) and the immutable tokenizer.
 #pragma once
 
 #include <atomic>

@@ -1,5 +1,7 @@
 // Parses a request body with simdjson under the server's limits: nesting
 // depth bounded, UTF-8 validated (simdjson's default). Failures are 400s.
+// Thread-safety: pure; the caller's simdjson parser holds the document, so one
+// parser per thread.
 #pragma once
 
 #include <simdjson.h>

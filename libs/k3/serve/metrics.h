@@ -1,5 +1,7 @@
 // Counters for GET /metrics in Prometheus' text format: requests by path and
 // status, and the engine's token, time, queue and expert-streaming figures.
+// Thread-safety: RequestCounters is thread-safe (one mutex: handler threads
+// count concurrently); the text writer is pure.
 #pragma once
 
 #include <cstdint>

@@ -3,6 +3,7 @@
 // "connection closed" query, so the handler looks its connection up once
 // (the socket whose peer and local ports are the request's) and then asks
 // the kernel whether the peer has closed it.
+// Thread-safety: stateless functions over a socket; safe from any thread.
 #pragma once
 
 #include <string>

@@ -1,5 +1,6 @@
 // Request → prompt token ids: the chat template for chat completions, the
 // raw text (BOS first, as `k3-run -p`) or the given ids for completions.
+// Thread-safety: pure functions over a const Tokenizer; safe from any thread.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,8 @@
 // The bounded FIFO in front of the one generation slot: handlers push, the
 // engine's worker pops. A full queue refuses at once (the caller answers 429)
 // instead of letting clients pile up behind a CPU-bound model.
+// Thread-safety: thread-safe (one mutex): handler threads push while the worker
+// pops.
 #pragma once
 
 #include <condition_variable>

@@ -1,6 +1,7 @@
 // OpenAI response bodies as JSON text (written with k3/io/json_text.h):
 // chat.completion, chat.completion.chunk, text_completion, usage, the model
 // list. Pure functions of their arguments.
+// Thread-safety: pure; safe from any thread.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,6 @@
 // What `k3-run --serve` is told: where to listen, who may talk to it, and
 // the limits that keep one model process safe to expose.
+// Thread-safety: plain values; the functions are pure.
 #pragma once
 
 #include <cstddef>

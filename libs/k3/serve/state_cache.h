@@ -8,6 +8,8 @@
 // the live MLA cache still holds the rows it relies on. When a prompt
 // diverges from the history, the checkpoints that are not a prefix of the
 // new prompt would lose their rows and are dropped.
+// Thread-safety: not thread-safe; the engine's worker thread owns it (its stats
+// are copied out under the engine's lock).
 #pragma once
 
 #include <cstddef>

@@ -2,6 +2,7 @@
 // tokens, so text that could be the start of a stop is held back until it
 // either completes one (generation ends, the stop and everything after it
 // are dropped) or cannot (it is released). Nothing of a stop is ever emitted.
+// Thread-safety: not thread-safe; one per generation.
 #pragma once
 
 #include <string>

@@ -1,5 +1,6 @@
 // The chat page served at GET / (libs/k3/serve/web/index.html), embedded in
 // the binary at build time (a generated .cpp; nothing is read from disk).
+// Thread-safety: constant bytes; safe from any thread.
 #pragma once
 
 #include <string_view>

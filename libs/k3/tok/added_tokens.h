@@ -4,6 +4,7 @@
 // All 256 are tiktoken "special" tokens (matched in text only when allowed);
 // `hfSpecial` is the config's separate `special` flag (default true), which
 // only decides whether Hugging Face decoders may skip the token.
+// Thread-safety: immutable after construction; safe to share across threads.
 #pragma once
 
 #include <cstdint>

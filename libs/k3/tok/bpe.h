@@ -2,6 +2,8 @@
 // whole piece is a token, emit it; otherwise start from single bytes and
 // repeatedly merge the adjacent pair whose concatenation has the lowest rank
 // (leftmost on ties) until no adjacent concatenation is a token.
+// Thread-safety: pure over a const Vocab (the caller's output vector); safe
+// from any thread.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,7 @@
 // GPT-2 byte-level alphabet used by Hugging Face tokenizer.json (spec 7.2):
 // bytes 33-126, 161-172 and 174-255 stand for themselves; the other 68 bytes,
 // in increasing order, map to U+0100, U+0101, ...
+// Thread-safety: immutable after construction; safe to share across threads.
 #pragma once
 
 #include <array>

@@ -3,6 +3,7 @@
 // text piece (tag, attribute, body) is its own segment, encoded with special
 // tokens disallowed, so BPE never merges across a boundary and a literal
 // "<|open|>" in any text stays text. No BOS. See docs/CHAT.md.
+// Thread-safety: pure functions over a const tokenizer; safe from any thread.
 #pragma once
 
 #include <cstdint>

@@ -3,6 +3,7 @@
 // (chat_encoder.h: ChatRequest -> segments -> ids) and the model-output parser
 // (chat_output_parser.h: generated ids -> assistant message). Plain values:
 // JSON text lives only at the edges.
+// Thread-safety: plain values.
 #pragma once
 
 #include <cstdint>

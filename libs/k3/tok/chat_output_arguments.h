@@ -5,6 +5,8 @@
 // String values are raw text (JSON-escaped here); any other value is the
 // model's own json.dumps text, kept literally once a JSON parser has accepted
 // it as the type T says, so rendering the parsed call again gives the same ids.
+// Thread-safety: a ToolArguments is one call's, built as it streams; not
+// thread-safe.
 #pragma once
 
 #include <string>

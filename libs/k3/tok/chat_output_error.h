@@ -1,6 +1,7 @@
 // What the output parser reports when the model's tokens break the XTML
 // grammar (spec §7.6 "What the model writes"): where, what the grammar
 // allowed there, and what came instead.
+// Thread-safety: a value.
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,7 @@
 // The inside of an XTML marker as the model generated it: the bytes between
 // <|open|> (or <|close|>) and <|sep|>, `tag( key="value")*` (spec §7.6
 // OPEN/CLOSE), with attribute values unescaped.
+// Thread-safety: values and a pure parser; safe from any thread.
 #pragma once
 
 #include <optional>

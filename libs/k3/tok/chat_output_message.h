@@ -1,6 +1,7 @@
 // The assistant message assembled from the output parser's events, and its
 // OpenAI chat-completions JSON. A server streams the events as SSE deltas and
 // keeps one accumulator for the final message / usage record.
+// Thread-safety: a ChatOutputAccumulator is one response's; not thread-safe.
 #pragma once
 
 #include <optional>

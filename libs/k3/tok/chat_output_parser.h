@@ -10,6 +10,8 @@
 // emitted once its CLOSE(call) arrived, and anything off-grammar is one
 // Malformed event (never content, never dropped), after which the parser
 // ignores further input. See docs/CHAT.md "Parsing the model's output".
+// Thread-safety: not thread-safe; one per generation (it keeps the grammar
+// state between ids).
 #pragma once
 
 #include <cstdint>

@@ -8,6 +8,7 @@
 // given. Errors: k3::Error(Usage) "origin: messages[3].tool_calls[0].function
 // .arguments: JSON but not an object" — one line, naming the field.
 // docs/CHAT.md lists every rule.
+// Thread-safety: a pure reader; safe from any thread.
 #pragma once
 
 #include <string>

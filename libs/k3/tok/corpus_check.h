@@ -2,6 +2,7 @@
 // corpus with our encoder and compares against ids given in the file
 // (`{"text": ..., "ids": [...], "allow_special": bool}`); plain string lines
 // (no ids) only check that decode(encode(x)) == x.
+// Thread-safety: pure over a const Tokenizer; safe from any thread.
 #pragma once
 
 #include <string>

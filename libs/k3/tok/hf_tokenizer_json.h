@@ -8,6 +8,7 @@
 // (tiktoken's first step). The one case HF cannot follow: two different splits
 // of the same token competing in one piece, where tiktoken takes the leftmost
 // pair and HF the lower split index.
+// Thread-safety: pure functions; safe from any thread.
 #pragma once
 
 #include <cstddef>

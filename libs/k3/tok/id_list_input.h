@@ -4,6 +4,7 @@
 // array); an empty item ("1,,2", a leading or trailing comma), any other
 // character, an id past 2^32-1 or, when the vocabulary is known, past it, is
 // a one-line Usage error naming where the list came from and the offset.
+// Thread-safety: pure functions; safe from any thread.
 #pragma once
 
 #include <cstdint>

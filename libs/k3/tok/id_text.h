@@ -1,5 +1,6 @@
 // Token ids as text, for the encode/decode command line: lists of ids out
 // (in: id_list_input.h), and decoded bytes as JSON.
+// Thread-safety: pure functions; safe from any thread.
 #pragma once
 
 #include <cstdint>

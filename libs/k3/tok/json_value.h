@@ -4,6 +4,7 @@
 // dict), integers as their digits (any size), other numbers as doubles
 // (overflow to ±inf, as float() does). Read with simdjson's On-Demand API,
 // whose raw number tokens keep big integers and 1e400 that its DOM refuses.
+// Thread-safety: values; parsing keeps no state beyond the call.
 #pragma once
 
 #include <string>

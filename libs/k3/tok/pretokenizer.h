@@ -6,6 +6,8 @@
 // Faster than the PCRE2 version (regex_pretokenizer.h), which tests use as a
 // cross-check. Bytes that are not valid UTF-8 (never seen by tiktoken, whose
 // input is a string) match nothing: each run of them is one gap piece.
+// Thread-safety: immutable (it only points at the constant class tables); safe
+// to share across threads.
 #pragma once
 
 #include <string>

@@ -2,6 +2,7 @@
 // Moonshot's encoder serialises: tool declarations and response-format
 // schemas (sort_keys=True, separators (",", ":")) and typed call arguments
 // (default separators ", " and ": ", keys in the caller's order).
+// Thread-safety: pure functions; safe from any thread.
 #pragma once
 
 #include <string>

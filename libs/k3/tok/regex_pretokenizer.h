@@ -9,6 +9,8 @@
 // code-point ranges from unicode_tables.h (kKimiPatternPcre2()).
 // Bytes that are not valid UTF-8 never match (PCRE2_MATCH_INVALID_UTF); they
 // are reported as gap pieces so that encoding still round-trips.
+// Thread-safety: the compiled pattern is immutable and shared; split() needs a
+// Scratch, one per thread at a time.
 #pragma once
 
 #include <memory>

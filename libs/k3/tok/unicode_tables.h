@@ -2,6 +2,8 @@
 // generated from the tiktoken oracle itself (scripts/node/tok_unicode_tables.mjs)
 // so that Unicode version, Script=Han and `\s` agree with tiktoken's engine,
 // plus a per-code-point flag table built from them.
+// Thread-safety: constant tables; CharClasses::get() builds its table once (a
+// function-local static), safe from any thread.
 #pragma once
 
 #include <cstddef>

@@ -2,6 +2,8 @@
 // token may end in the middle of a character (rare CJK and emoji are split
 // across byte-level tokens), so a streaming consumer must hold those bytes
 // back until the character completes, and never pass on a partial one.
+// Thread-safety: the free functions are pure; a Utf8Holdback is one
+// stream's (not thread-safe).
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,7 @@
 // Vocab: the rank table of a tiktoken.model file (`base64(bytes) SP rank` per
 // line). Ranks are token ids 0..n-1; the table answers bytes -> rank (an
 // open-addressing hash over one byte blob) and rank -> bytes.
+// Thread-safety: immutable after parse; safe to share across threads.
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,7 @@
 // The four XTML structure tokens (spec 7.6): the only ids that are chat
 // structure. Everything that renders or reads the chat format looks them up
 // here, so a tokenizer without them fails the same way everywhere.
+// Thread-safety: a value; safe to share.
 #pragma once
 
 #include <cstdint>

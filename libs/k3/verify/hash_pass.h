@@ -3,6 +3,9 @@
 // bytes in the source snapshot. Files are read with pread into reused large
 // buffers (no mmap: page faults cost ~3 µs/page on these VMs) and spread over
 // all threads, one file (container) or expert run (source) per job.
+// Thread-safety: each pass runs its own pool and adds to opts.progress
+// (thread-safe) from it; call from one thread with a report nobody else is
+// writing.
 #pragma once
 
 #include <atomic>

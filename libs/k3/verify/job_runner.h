@@ -1,5 +1,8 @@
 // runJobs: the hash passes' work distribution. Jobs run biggest first over a
 // thread pool; each thread owns one set of large aligned read buffers.
+// Thread-safety: runJobs calls job(i, buffers) concurrently from its pool, each
+// i once and each thread with its own buffers; the job must be safe to run
+// beside itself.
 #pragma once
 
 #include <algorithm>

@@ -1,6 +1,7 @@
 // ManifestFacts: the parts of k3-manifest.json that k3-verify checks, copied
 // out of k3::ExpertManifest (the one manifest parser) so the checks below do
 // not depend on its internal layout. Offsets are absolute file offsets.
+// Thread-safety: values and loaders that share nothing; safe from any thread.
 #pragma once
 
 #include <cstdint>

@@ -4,6 +4,8 @@
 // equal the source BF16 matrix quantized again with the converter's own
 // quantizer (int8 per row or int4-g64, spec 5.3/5.4; bit-exact on every ISA),
 // payload and sidecar. Anything else is a Source problem naming the tensor.
+// Thread-safety: runs its own pool (HashOptions::threads); call from one thread
+// with a report nobody else is writing.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,7 @@
 // SourceIndex: every tensor of a source snapshot, found through the shard
 // headers themselves (not its index), for the --source passes of k3-verify.
+// Thread-safety: scanSource writes only the report it is given; a SourceIndex
+// is a value, safe to share read-only.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,7 @@
 // verifyContainer: the whole k3-verify run (fast checks, then optionally the
 // --full hash pass and the --source pass) producing one VerifyReport.
+// Thread-safety: verifyContainer shares nothing between calls; a run uses its
+// own pool (VerifyOptions::threads).
 #pragma once
 
 #include <atomic>
