@@ -1,6 +1,6 @@
 // Internal: <immintrin.h> for the AVX-512 kernel files, or the scalar model
 // of the intrinsics when tests compile those files for emulation.
-// Includes only: no code, no state.
+// Includes only: no code, no state (thread-safe trivially).
 #pragma once
 
 #ifdef K3_AVX512_EMULATION

@@ -11,7 +11,8 @@
 // which one it went through (row ranges move with the thread schedule), and
 // matmul == matvec bit for bit.
 //
-// Internal linkage, AVX2 TUs only (see matmul_driver.h).
+// Internal linkage, AVX2 TUs only (see matmul_driver.h). Thread-safe:
+// stateless templates; each call works in its own buffers.
 #pragma once
 
 #include <immintrin.h>

@@ -9,7 +9,8 @@
 // through (row ranges move with the thread schedule), and matmul == matvec
 // bit for bit.
 //
-// Internal linkage, AVX-512 TUs only (see matmul_driver.h).
+// Internal linkage, AVX-512 TUs only (see matmul_driver.h). Thread-safe:
+// stateless templates; each call works in its own buffers.
 #pragma once
 
 #include <cstddef>

@@ -4,6 +4,8 @@
 // expected bit widths from the manifest settings), container order (spec
 // §5.6), and agreement with k3-manifest.json. Reads headers only: seconds on
 // 1.5 TB.
+// Thread-safety: stateless; each call writes only the report it is given, so
+// calls on other reports may run at once.
 #pragma once
 
 #include <cstdint>
