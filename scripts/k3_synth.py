@@ -59,7 +59,7 @@ PRESETS = {
     # 7168, KDA 96 x 128 (q/k/v/g/o 176 MB each), MLA (96 heads, ranks
     # 1536/512, 128+64/128 head dims), latent 3584, expert inner 3072 (each
     # expert 17,547,264 bytes of MXFP4, as K3's), shared 2 x 3072. Shrunk so
-    # the snapshot is ~7.4 GB: 4 layers (K3: 93; KDA, KDA, MLA, MLA: two of
+    # the snapshot is ~7.5 GB: 4 layers (K3: 93; KDA, KDA, MLA, MLA: two of
     # each, as every preset has), 3 x 64 = 192 routed experts (K3: 92 x 896),
     # the dense layer-0 MLP width 6144 (K3: 33792), the vocabulary (embed /
     # lm_head rows 2304, K3: 163840) and the vision tower (dropped by the
