@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Generate a synthetic, K3-shaped Hugging Face snapshot (the project's test data).
 
-    k3_synth.py --preset tiny|small|medium --seed N --out DIR [--no-prefix]
+    k3_synth.py --preset tiny|small|medium|bench --seed N --out DIR [--no-prefix]
 
 Layout mirrors the real Kimi K3 snapshot (spec sections 1-4 and 7.1):
 config.json with `text_config`, generation_config.json, tiktoken.model (a
@@ -54,6 +54,21 @@ PRESETS = {
         experts=608, topk=16, moe_inter=512, latent=384, shared=2,
         kda_heads=6, kda_dim=128, conv=4,
         mla_heads=8, q_lora=256, kv_lora=256, nope=64, rope=32, v_dim=64,
+        num_base=2048, vision_width=128, vision_blocks=2),
+    # K3's real per-tensor sizes for the disk benchmarks (issue 22): hidden
+    # 7168, KDA 96 x 128 (q/k/v/g/o 176 MB each), MLA (96 heads, ranks
+    # 1536/512, 128+64/128 head dims), latent 3584, expert inner 3072 (each
+    # expert 17,547,264 bytes of MXFP4, as K3's), shared 2 x 3072. Shrunk so
+    # the snapshot is ~7.5 GB: 4 layers (K3: 93; KDA, KDA, MLA, MLA: two of
+    # each, as every preset has), 3 x 64 = 192 routed experts (K3: 92 x 896),
+    # the dense layer-0 MLP width 6144 (K3: 33792), the vocabulary (embed /
+    # lm_head rows 2304, K3: 163840) and the vision tower (dropped by the
+    # repacker). Experts are 45 % of the bytes (K3: ~96 %).
+    "bench": dict(
+        hidden=7168, layers=4, full_attn=[3, 4], block=2, dense_inter=6144,
+        experts=64, topk=16, moe_inter=3072, latent=3584, shared=2,
+        kda_heads=96, kda_dim=128, conv=4,
+        mla_heads=96, q_lora=1536, kv_lora=512, nope=128, rope=64, v_dim=128,
         num_base=2048, vision_width=128, vision_blocks=2),
 }
 

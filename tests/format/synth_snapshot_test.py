@@ -177,6 +177,11 @@ class SynthSnapshotTest(unittest.TestCase):
                     self.assertTrue(250e6 < total < 350e6 and share > 90.0, r.stdout)
                 if preset == "medium":
                     self.assertTrue(total >= 3e9 and share > 92.0, r.stdout)
+                if preset == "bench":  # K3's real tensor sizes: one expert is 17,547,264 bytes (spec appendix)
+                    self.assertEqual(tc["hidden_size"], 7168)
+                    self.assertEqual(3 * tc["moe_intermediate_size"] * tc["routed_expert_hidden_size"] * 17 // 32,
+                                     17547264)
+                    self.assertTrue(5e9 < total < 9e9, r.stdout)
 
     def test_shards_and_index(self):
         tc = self.tc

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdlib>
+#include <optional>
 #include <set>
 #include <unordered_set>
 
@@ -21,6 +22,7 @@
 #include "k3/io/input_file.h"
 #include "k3/io/json_text.h"
 #include "k3/io/output_file.h"
+#include "k3/io/phase_time.h"
 #include "k3/io/process_memory.h"
 #include "k3/io/sha256.h"
 #include "k3/tok/added_tokens.h"
@@ -398,14 +400,19 @@ RepackSummary repack(const RepackOptions& opt) {
 
   SnapshotOptions so;
   so.dropUnknown = opt.dropUnknown;
+  PhaseTime openTime, planTime, manifestTime;
+  std::optional<PhaseScope> opening(&openTime);
   const Snapshot snap = Snapshot::open(opt.src, so);
   validateTokenizerFiles(snap);
+  opening.reset();
   if (snap.droppedTensors())
     log(cat("k3-repack: --drop-unknown: leaving out ", snap.droppedTensors(), " tensors config.json does not imply"));
   const SpreadRoots roots = spreadRoots(opt);
   const ExpertManifest run = runIdentity(snap, sum.bits, roots.recorded);
   sum.textShards = static_cast<int>(snap.textShards().size());
+  std::optional<PhaseScope> planning(&planTime);
   const std::vector<ShardTodo> todo = planWork(snap, opt, run, roots, sum);
+  planning.reset();
   uint64_t total = 0;
   for (const ShardTodo& t : todo) total += t.sourceBytes;
   if (opt.dryRun) {
@@ -421,20 +428,27 @@ RepackSummary repack(const RepackOptions& opt) {
   makeDir(partsDir(opt.dst));
   bindRoots(roots.dirs, run);
   ProgressMeter progress(total, opt.progress);
+  ConvertPhases phases;
   if (!todo.empty()) {
-    ShardConverter conv(opt.converter);
+    ConverterOptions co = opt.converter;
+    co.phases = &phases;
+    ShardConverter conv(co);
     for (const ShardTodo& t : todo) {
       // The shard's parts planned once, each part converted from its plan.
+      std::optional<PhaseScope> replanning(&planTime);
       std::vector<ShardPlan> parts = planShardParts(snap, *t.shard, sum.bits, roots.count());
+      replanning.reset();
       for (size_t part : t.parts) {
         const ShardPlan p = std::move(parts[part]);
         progress.setLabel(p.outputFile);
         ManifestShard ms = conv.convert(p, roots.dirs[static_cast<size_t>(p.root)], progress);
         ms.root = p.root;
         tick();  // shard published, fragment not yet
+        std::optional<PhaseScope> saving(&manifestTime);
         ExpertManifest frag = run;
         frag.shards.push_back(std::move(ms));
         frag.save(fragmentPath(opt.dst, p.outputFile));
+        saving.reset();
         tick();
         sum.bytesRead += p.sourceBytes;
         sum.bytesWritten += p.fileSize;
@@ -448,6 +462,7 @@ RepackSummary repack(const RepackOptions& opt) {
     }
     progress.finish();
   }
+  std::optional<PhaseScope> finalizing(&manifestTime);
   if (opt.shards.empty() || opt.finalizeOnly) {
     finalize(snap, sum.bits, run, opt.dst, roots.dirs, tick);
     sum.finalized = true;
@@ -455,6 +470,23 @@ RepackSummary repack(const RepackOptions& opt) {
   } else {
     rebuildIndex(opt.dst, snap.outputShardTotal(), roots.dirs, roots.recorded);
   }
+  finalizing.reset();
+  RepackPhases& ph = sum.phases;
+  ph.open = openTime.seconds();
+  ph.plan = planTime.seconds();
+  ph.manifest = manifestTime.seconds();
+  ph.readWait = phases.readWait.seconds();
+  ph.reads = phases.readWait.calls();
+  ph.readahead = phases.readahead.seconds();
+  ph.readaheads = phases.readahead.calls();
+  ph.floatScan = phases.floatScan.seconds();
+  ph.quantize = phases.quantize.seconds();
+  ph.quantizeWall = phases.quantizeWall.seconds();
+  ph.writeWait = phases.writer.freeWait.seconds();
+  ph.hash = phases.writer.observe.seconds() + phases.writer.hash.seconds();
+  ph.write = phases.writer.write.seconds();
+  ph.drain = phases.writer.drain.seconds();
+  ph.sync = phases.writer.sync.seconds();
   sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return sum;
 }
@@ -476,7 +508,14 @@ std::string RepackSummary::toJson(const RepackOptions& opt) const {
            ", \"finalized\": ", finalized ? "true" : "false", ", \"bytes_read\": ", bytesRead,
            ", \"bytes_written\": ", bytesWritten, ", \"expert_scale_edge_bytes\": ", scaleEdgeBytes, ", \"seconds\": ", seconds,
            ", \"gb_per_s\": ", seconds > 0 ? static_cast<double>(bytesRead) / 1e9 / seconds : 0.0,
-           ", \"peak_rss_bytes\": ", peakRssBytes(), ", \"shards\": [");
+           ", \"peak_rss_bytes\": ", peakRssBytes(), ", \"threads\": ", opt.converter.threads);
+  const RepackPhases& p = phases;
+  o += cat(", \"phases\": {\"open_s\": ", p.open, ", \"plan_s\": ", p.plan, ", \"read_wait_s\": ", p.readWait,
+           ", \"readahead_s\": ", p.readahead, ", \"float_scan_s\": ", p.floatScan, ", \"quantize_s\": ", p.quantize,
+           ", \"quantize_wall_s\": ", p.quantizeWall, ", \"write_wait_s\": ", p.writeWait, ", \"hash_s\": ", p.hash,
+           ", \"write_s\": ", p.write, ", \"drain_s\": ", p.drain, ", \"sync_s\": ", p.sync,
+           ", \"manifest_s\": ", p.manifest, ", \"reads\": ", p.reads, ", \"readaheads\": ", p.readaheads,
+           "}, \"shards\": [");
   for (size_t i = 0; i < shards.size(); ++i) {
     const ShardStatus& s = shards[i];
     const char* state = s.state == ShardStatus::State::Converted ? "converted"

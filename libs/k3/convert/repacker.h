@@ -45,8 +45,29 @@ struct ShardStatus {
   enum class State { Converted, Skipped, Planned } state = State::Planned;
 };
 
+// Seconds per stage of the run (--json "phases"; issue 22). Stages on several
+// threads (quantize, write) are summed over them, so they can exceed `seconds`.
+struct RepackPhases {
+  double open = 0;          // opening and checking the snapshot (headers, index, tokenizer)
+  double plan = 0;          // per-shard planning and the resume checks (per-tensor bookkeeping)
+  double readWait = 0;      // producer in pread of source bytes
+  double readahead = 0;     // posix_fadvise calls (one per tensor / expert span)
+  double floatScan = 0;     // NaN / Inf scans of float tensors
+  double quantize = 0;      // BF16 -> int4/int8, summed over threads
+  double quantizeWall = 0;  // producer waiting for the quantize fork-joins
+  double writeWait = 0;     // producer waiting for a free write chunk (hash or writes are behind)
+  double hash = 0;          // shard + expert SHA-256 on the writer's pipeline thread
+  double write = 0;         // O_DIRECT pwrite, summed over the I/O threads
+  double drain = 0;         // end of each shard: waiting for the pipeline to empty
+  double sync = 0;          // fdatasync of each shard
+  double manifest = 0;      // fragments, copied files, index and manifest (finalize)
+  uint64_t reads = 0;       // pread calls on the producer
+  uint64_t readaheads = 0;  // posix_fadvise calls
+};
+
 struct RepackSummary {
   std::vector<ShardStatus> shards;
+  RepackPhases phases;
   uint64_t bytesRead = 0;
   uint64_t bytesWritten = 0;
   uint64_t scaleEdgeBytes = 0;  // expert ue8m0 scales equal to 0 or 255 (spec §4)

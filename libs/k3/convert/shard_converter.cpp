@@ -133,6 +133,8 @@ ManifestShard ShardConverter::convert(const ShardPlan& plan, const std::string& 
   wo.pool = &pool_;
   wo.observer = [&hasher](uint64_t off, const uint8_t* p, size_t n) { hasher.consume(off, p, n); };
   wo.hashFile = false;  // the hasher digests the file together with the experts
+  ConvertPhases* const ph = opt_.phases;
+  wo.phases = ph ? &ph->writer : nullptr;
   std::vector<TensorSpec> tensors = plan.tensors;
   SafetensorsWriter w(dstDir + "/" + plan.outputFile, std::move(tensors), wo);
   if (w.fileSize() != plan.fileSize || w.headerSize() != plan.header.size())
@@ -169,6 +171,7 @@ ManifestShard ShardConverter::convert(const ShardPlan& plan, const std::string& 
     while (advised < plan.steps.size() && advisedEnd < consumed + kWindow) {
       const PlanStep& a = plan.steps[advised++];
       // Long spans are capped: the kernel's sequential readahead covers their rest.
+      const PhaseScope t(ph ? &ph->readahead : nullptr);
       ::posix_fadvise(in.fd, static_cast<off_t>(a.srcOffset),
                       static_cast<off_t>(std::min(a.srcBytes, kWindow)), POSIX_FADV_WILLNEED);
       advisedEnd += a.srcBytes;
@@ -181,8 +184,14 @@ ManifestShard ShardConverter::convert(const ShardPlan& plan, const std::string& 
     uint64_t off = step.srcOffset, left = step.srcBytes;
     while (left > 0) {
       auto span = w.reserve(static_cast<size_t>(std::min<uint64_t>(left, SIZE_MAX)));
-      preadExact(in.fd, span.data(), span.size(), off, src.path);
-      checkFloats(off, span.data(), span.size());
+      {
+        const PhaseScope t(ph ? &ph->readWait : nullptr);
+        preadExact(in.fd, span.data(), span.size(), off, src.path);
+      }
+      if (nextFloat < plan.floats.size()) {
+        const PhaseScope t(ph ? &ph->floatScan : nullptr);
+        checkFloats(off, span.data(), span.size());
+      }
       w.commit(span.size());
       off += span.size();
       left -= span.size();
@@ -223,25 +232,36 @@ void ShardConverter::quantize(const PlanStep& step, int fd, const std::string& s
 
   for (size_t r0 = 0; r0 < rows; r0 += block) {
     const size_t nr = std::min(block, rows - r0);
-    preadExact(fd, bf16_.data(), nr * cols * 2, step.srcOffset + r0 * cols * 2, srcPath);
-    finite.feed(reinterpret_cast<const uint8_t*>(bf16_.data()), nr * cols * 2);
+    ConvertPhases* const ph = opt_.phases;
+    {
+      const PhaseScope t(ph ? &ph->readWait : nullptr);
+      preadExact(fd, bf16_.data(), nr * cols * 2, step.srcOffset + r0 * cols * 2, srcPath);
+    }
+    {
+      const PhaseScope t(ph ? &ph->floatScan : nullptr);
+      finite.feed(reinterpret_cast<const uint8_t*>(bf16_.data()), nr * cols * 2);
+    }
     // Rows go to the quantizers in batches: each call has a fixed dispatch
     // cost (the ISA check runs cpuid, a VM exit here), so never one per row.
     const size_t batch = std::max<size_t>(1, (size_t{2} << 20) / (cols * sizeof(float)));
-    threads_.run([&](size_t tid, size_t nt) {
-      std::vector<float>& f = rowF32_[tid];
-      const size_t lo = nr * tid / nt, hi = nr * (tid + 1) / nt;
-      for (size_t r = lo; r < hi; r += batch) {
-        const size_t n = std::min(batch, hi - r);
-        if (f.size() < n * cols) f.resize(n * cols);
-        codec::bf16ToF32(bf16_.data() + r * cols, f.data(), n * cols);
-        float* s = scales_.data() + (r0 + r) * sRow;
-        if (int4)
-          codec::quantizeInt4G64(f.data(), n, cols, qbuf_.data() + r * qRow, s);
-        else
-          codec::quantizeInt8Rows(f.data(), n, cols, reinterpret_cast<int8_t*>(qbuf_.data() + r * qRow), s);
-      }
-    });
+    {
+      const PhaseScope wall(ph ? &ph->quantizeWall : nullptr);
+      threads_.run([&](size_t tid, size_t nt) {
+        const PhaseScope busy(ph ? &ph->quantize : nullptr);
+        std::vector<float>& f = rowF32_[tid];
+        const size_t lo = nr * tid / nt, hi = nr * (tid + 1) / nt;
+        for (size_t r = lo; r < hi; r += batch) {
+          const size_t n = std::min(batch, hi - r);
+          if (f.size() < n * cols) f.resize(n * cols);
+          codec::bf16ToF32(bf16_.data() + r * cols, f.data(), n * cols);
+          float* s = scales_.data() + (r0 + r) * sRow;
+          if (int4)
+            codec::quantizeInt4G64(f.data(), n, cols, qbuf_.data() + r * qRow, s);
+          else
+            codec::quantizeInt8Rows(f.data(), n, cols, reinterpret_cast<int8_t*>(qbuf_.data() + r * qRow), s);
+        }
+      });
+    }
     w.write(qbuf_.data(), nr * qRow);
     progress.add(nr * cols * 2);
     if (opt_.tick) opt_.tick();

@@ -24,6 +24,17 @@
 
 namespace k3::convert {
 
+// Where a conversion's time goes (k3-repack --json "phases"), summed over
+// every shard converted; stages run by several threads are summed over them.
+struct ConvertPhases {
+  PhaseTime readWait;      // producer in pread of source bytes (copies and row blocks)
+  PhaseTime quantize;      // BF16 -> f32 + int4/int8 quantization, summed over the pool's threads
+  PhaseTime quantizeWall;  // producer waiting for each quantized row block (the fork-join)
+  PhaseTime floatScan;     // NaN / Inf scan of float tensors on the producer
+  PhaseTime readahead;     // posix_fadvise(WILLNEED) calls, one per tensor/expert span
+  WriterPhases writer;     // free-chunk wait, hash (observer), pwrite, drain, fdatasync
+};
+
 struct ConverterOptions {
   size_t threads = 0;          // quantization threads (0 = all cores)
   size_t ioThreads = 2;        // concurrent O_DIRECT writes
@@ -34,6 +45,7 @@ struct ConverterOptions {
   // Called on the producer thread after every source read / quantized block
   // (crash tests kill the process from here at chosen points).
   std::function<void()> tick;
+  ConvertPhases* phases = nullptr;  // null: not measured
 };
 
 class ShardConverter {

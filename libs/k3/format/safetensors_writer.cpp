@@ -97,6 +97,7 @@ struct SafetensorsWriter::Pipeline {
   std::string tmp;
   std::function<void(uint64_t, const uint8_t*, size_t)> observer;
   bool hashFile = true;
+  WriterPhases* phases = nullptr;
   Sha256 sha;
 
   BlockingQueue<size_t> freeQ;
@@ -127,6 +128,7 @@ struct SafetensorsWriter::Pipeline {
     while (hashQ.pop(c)) {
       if (!failed && hashFile) {
         try {
+          const PhaseScope t(phases ? &phases->hash : nullptr);
           sha.update(pool->buffer(c.buf), c.len);
         } catch (...) {
           setError(std::current_exception());
@@ -140,6 +142,7 @@ struct SafetensorsWriter::Pipeline {
     while (observeQ.pop(c)) {
       if (!failed && observer) {
         try {
+          const PhaseScope t(phases ? &phases->observe : nullptr);
           observer(c.offset, pool->buffer(c.buf), c.len);
         } catch (...) {
           setError(std::current_exception());
@@ -153,6 +156,7 @@ struct SafetensorsWriter::Pipeline {
     while (writeQ.pop(c)) {
       if (!failed) {
         try {
+          const PhaseScope t(phases ? &phases->write : nullptr);
           writeChunk(c);
         } catch (...) {
           setError(std::current_exception());
@@ -272,6 +276,7 @@ SafetensorsWriter::SafetensorsWriter(std::string finalPath, std::vector<TensorSp
   pipe_->tmp = tempPath_;
   pipe_->observer = std::move(options.observer);
   pipe_->hashFile = options.hashFile;
+  pipe_->phases = options.phases;
   const int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
   int fd = -1;
   if (options.directIo) {
@@ -303,6 +308,7 @@ std::span<uint8_t> SafetensorsWriter::reserve(size_t maxBytes) {
   if (p.cur.buf == kNone) {
     p.rethrowIfFailed();
     size_t b = kNone;
+    const PhaseScope t(p.phases ? &p.phases->freeWait : nullptr);
     if (!p.freeQ.pop(b)) fail(ErrorKind::Internal, tempPath_, ": writer pipeline closed");
     p.rethrowIfFailed();
     p.cur = {b, written_, 0};
@@ -344,7 +350,10 @@ void SafetensorsWriter::finish() {
     fail(ErrorKind::Internal, tempPath_, ": streamed ", written_, " of ", fileSize_, " declared bytes");
   Pipeline& p = *pipe_;
   submitCurrent();
-  p.drain();
+  {
+    const PhaseScope t(p.phases ? &p.phases->drain : nullptr);
+    p.drain();
+  }
   p.rethrowIfFailed();
   if (p.hashFile) sha256_ = p.sha.finishHex();
   auto bail = [&](int e, const std::string& path, const char* what) {
@@ -352,7 +361,10 @@ void SafetensorsWriter::finish() {
     failErrno(e, path, what);
   };
   if (::ftruncate(p.fd, static_cast<off_t>(fileSize_)) != 0) bail(errno, tempPath_, "truncate failed");
-  if (::fdatasync(p.fd) != 0) bail(errno, tempPath_, "fsync failed");
+  {
+    const PhaseScope t(p.phases ? &p.phases->sync : nullptr);
+    if (::fdatasync(p.fd) != 0) bail(errno, tempPath_, "fsync failed");
+  }
   if (::close(p.fd) != 0) {
     p.fd = -1;
     bail(errno, tempPath_, "close failed");

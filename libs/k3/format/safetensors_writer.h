@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "k3/format/dtype.h"
+#include "k3/io/phase_time.h"
 
 namespace k3 {
 
@@ -54,6 +55,17 @@ class WriteBufferPool {
   std::vector<uint8_t*> buffers_;
 };
 
+// Where a writer's time goes (--json phase breakdowns): each stage summed
+// over the threads that run it.
+struct WriterPhases {
+  PhaseTime freeWait;  // producer blocked in reserve() for a free chunk (the pipeline is behind)
+  PhaseTime hash;      // the writer's own SHA-256 of the file (hashFile)
+  PhaseTime observe;   // the observer callback (the repacker's shard + expert digests)
+  PhaseTime write;     // pwrite of chunks, summed over the I/O threads
+  PhaseTime drain;     // finish(): producer waits for the pipeline to empty
+  PhaseTime sync;      // finish(): fdatasync of the file
+};
+
 class SafetensorsWriter {
  public:
   struct Options {
@@ -67,6 +79,7 @@ class SafetensorsWriter {
     // false: skip the writer's own SHA-256 (sha256Hex() stays empty), for
     // callers whose observer hashes the file together with other digests.
     bool hashFile = true;
+    WriterPhases* phases = nullptr;  // null: not measured
   };
 
   SafetensorsWriter(std::string finalPath, std::vector<TensorSpec> tensors, Options options);

@@ -111,7 +111,14 @@ uint64_t hashContainer(const ContainerFacts& facts, const HashOptions& opts, Ver
       for (const auto* e : job.experts) ranges.push_back({e, Digest(), false});
       size_t first = 0;  // ranges before `first` are finished
       uint64_t off = 0;
-      for (BlockReader::Block b; (b = reader.next()).size > 0;) {
+      HashPhases* const ph = opts.phases;
+      for (BlockReader::Block b;;) {
+        {
+          const PhaseScope t(ph ? &ph->readWait : nullptr);
+          b = reader.next();
+        }
+        if (b.size == 0) break;
+        const PhaseScope t(ph ? &ph->hash : nullptr);
         const uint64_t blockEnd = off + b.size;
         uint64_t pos = off;  // the shard digest has consumed [0, pos)
         for (size_t r = first; r < ranges.size() && ranges[r].fact->begin < blockEnd; ++r) {
@@ -312,8 +319,15 @@ uint64_t hashSource(const std::string& srcDir, const SourceIndex& source, const 
           for (auto [b, e] : job.ranges) {
             for (uint64_t off = b; off < e && !shortRead;) {
               const size_t want = static_cast<size_t>(std::min<uint64_t>(bufSize, e - off));
-              const size_t n = preadFull(fd.fd, buf, want, off, path);
-              h.update(buf, n);
+              size_t n = 0;
+              {
+                const PhaseScope t(opts.phases ? &opts.phases->readWait : nullptr);
+                n = preadFull(fd.fd, buf, want, off, path);
+              }
+              {
+                const PhaseScope t(opts.phases ? &opts.phases->hash : nullptr);
+                h.update(buf, n);
+              }
               off += n;
               bytesRead += n;
               if (opts.progress) opts.progress->add(n);

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string>
 
+#include "k3/io/phase_time.h"
 #include "k3/io/progress_meter.h"
 #include "k3/verify/container_checker.h"
 #include "k3/verify/source_index.h"
@@ -24,11 +25,19 @@ namespace k3::verify {
 // most of it is already in the page cache.
 enum class IoMode { Auto, Buffered, Direct };
 
+// Where the hash passes' time goes (k3-verify --json "phases"), summed over
+// the hashing threads.
+struct HashPhases {
+  PhaseTime readWait;  // a hashing thread waiting for its next block (the disk is behind)
+  PhaseTime hash;      // SHA-256 of the block (shard + expert digests) and the expert checks
+};
+
 struct HashOptions {
   size_t threads = 0;                        // 0 = all cores
   size_t blockBytes = size_t{4} << 20;       // sequential read size
   IoMode io = IoMode::Auto;
   ProgressMeter* progress = nullptr;         // bytes hashed are added (may be null)
+  HashPhases* phases = nullptr;              // null: not measured
 };
 
 // Bytes the container pass will read (whole shards listed in the manifest).

@@ -6,6 +6,7 @@
 
 #include "k3/io/json_text.h"
 #include "k3/io/error.h"
+#include "k3/io/process_memory.h"
 
 namespace k3::verify {
 
@@ -79,7 +80,11 @@ std::string VerifyReport::json() const {
                       jsonString(summary_.mode), ",\"shards\":", summary_.shards,
                       ",\"tensors\":", summary_.tensors, ",\"experts\":", summary_.experts,
                       ",\"bytes_hashed\":", summary_.bytesHashed, ",\"seconds\":", secs,
-                      ",\"problems\":", problems_.size(), "},\"problems\":[");
+                      ",\"problems\":", problems_.size(), ",\"threads\":", summary_.threads,
+                      ",\"peak_rss_bytes\":", peakRssBytes());
+  const VerifySummary::Phases& ph = summary_.phases;
+  o += cat(",\"phases\":{\"check_s\":", ph.check, ",\"read_wait_s\":", ph.readWait, ",\"hash_s\":", ph.hash,
+           ",\"hash_wall_s\":", ph.hashWall, ",\"source_wall_s\":", ph.sourceWall, "}},\"problems\":[");
   for (size_t i = 0; i < problems_.size(); ++i) {
     const Problem& p = problems_[i];
     if (i) o += ",";

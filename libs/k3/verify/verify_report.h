@@ -47,6 +47,16 @@ struct VerifySummary {
   uint64_t experts = 0;       // experts examined
   uint64_t bytesHashed = 0;   // container + source bytes hashed
   double seconds = 0;
+  // Where the time went (--json "phases"; issue 22): wall seconds of the
+  // passes, and the hash passes' read wait and hashing summed over threads.
+  struct Phases {
+    double check = 0;        // fast pass: headers, tensors, manifest (per-tensor bookkeeping)
+    double readWait = 0;     // hashing threads waiting for blocks (summed)
+    double hash = 0;         // SHA-256 + expert checks (summed)
+    double hashWall = 0;     // the --full pass, wall
+    double sourceWall = 0;   // the --source passes (index, expert hashes, dense compare), wall
+  } phases;
+  size_t threads = 0;
 };
 
 class VerifyReport {
