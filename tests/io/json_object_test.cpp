@@ -35,6 +35,24 @@ TEST(JsonObject, FixedKeepsEveryDigitOfLargeValues) {
   EXPECT_EQ(k3::JsonObject().fixed("v", 1e30, 3).str(), "{\"v\":1000000000000000019884624838656.000}");
 }
 
+TEST(JsonObject, NestedObjectsAndArraysOfObjects) {
+  // A nested object keeps its own spacing; the array's separators follow the
+  // object that holds it (the verify report is compact throughout, the repack
+  // summary and corpus check spaced throughout).
+  k3::JsonObject inner;
+  inner.add("a", 1).add("b", "x");
+  std::vector<k3::JsonObject> rows(2, k3::JsonObject(k3::JsonObject::Spacing::Python));
+  rows[0].add("n", 0);
+  rows[1].add("n", 1).add("ok", true);
+  k3::JsonObject spaced(k3::JsonObject::Spacing::Python);
+  spaced.add("inner", inner).add("rows", rows).add("none", std::vector<k3::JsonObject>{});
+  EXPECT_EQ(spaced.str(),
+            "{\"inner\": {\"a\":1,\"b\":\"x\"}, \"rows\": [{\"n\": 0}, {\"n\": 1, \"ok\": true}], \"none\": []}");
+  k3::JsonObject compact;
+  compact.add("rows", rows).add("inner", inner);
+  EXPECT_EQ(compact.str(), "{\"rows\":[{\"n\": 0},{\"n\": 1, \"ok\": true}],\"inner\":{\"a\":1,\"b\":\"x\"}}");
+}
+
 TEST(ErrorReport, KErrorKeepsItsKindAndOneLine) {
   const k3::ErrorReport r = k3::errorReport(k3::Error(k3::ErrorKind::Missing, "dst/x.safetensors: gone\nreally"));
   EXPECT_EQ(r.kind, "missing");

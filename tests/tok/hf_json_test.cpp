@@ -10,6 +10,7 @@
 #include <set>
 
 #include "k3/io/error.h"
+#include "k3/io/json_text.h"
 #include "k3/tok/byte_level.h"
 #include "k3/tok/corpus_check.h"
 #include "k3/tok/hf_tokenizer_json.h"
@@ -179,5 +180,9 @@ TEST(TokCorpusCheck, CountsMatchesAndReportsMismatches) {
   EXPECT_EQ(r.roundTrips, 4u);
   ASSERT_EQ(r.mismatches.size(), 1u);
   EXPECT_EQ(r.mismatches[0].line, 3u);
-  EXPECT_NE(k3::tok::checkReportJson(r).find("\"line\": 3"), std::string::npos);
+  // The report's exact bytes (scripts parse it): spaced fields, compact id arrays.
+  EXPECT_EQ(k3::tok::checkReportJson(r),
+            "{\"corpus\": " + k3::jsonString(dir + "/c.jsonl") +
+                ", \"lines\": 4, \"with_ids\": 3, \"ids_matched\": 2, \"round_trips\": 4, \"failures\": "
+                "[{\"line\": 3, \"round_trip_failed\": false, \"expected\": [97,98], \"actual\": [256]}]}\n");
 }

@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 #include <unordered_set>
+#include <vector>
 
 #include "k3/convert/dst_lock.h"
 #include "k3/format/expert_manifest.h"
@@ -492,45 +493,36 @@ RepackSummary repack(const RepackOptions& opt) {
 }
 
 std::string RepackSummary::toJson(const RepackOptions& opt) const {
-  std::string o = "{\"ok\": true, \"src\": ";
-  appendJsonString(o, opt.src);
-  o += ", \"dst\": ";
-  appendJsonString(o, opt.dst);
+  using Spacing = JsonObject::Spacing;
   int converted = 0, skipped = 0, planned = 0;
+  std::vector<JsonObject> rows;
   for (const ShardStatus& s : shards) {
     converted += s.state == ShardStatus::State::Converted;
     skipped += s.state == ShardStatus::State::Skipped;
     planned += s.state == ShardStatus::State::Planned;
-  }
-  o += cat(", \"bits\": ", bits.bits, ", \"mla_bits\": ", bits.mlaBits, ", \"head_bits\": ", bits.headBits,
-           ", \"dry_run\": ", opt.dryRun ? "true" : "false", ", \"text_shards\": ", textShards,
-           ", \"converted\": ", converted, ", \"skipped\": ", skipped, ", \"planned\": ", planned,
-           ", \"finalized\": ", finalized ? "true" : "false", ", \"bytes_read\": ", bytesRead,
-           ", \"bytes_written\": ", bytesWritten, ", \"expert_scale_edge_bytes\": ", scaleEdgeBytes, ", \"seconds\": ", seconds,
-           ", \"gb_per_s\": ", seconds > 0 ? static_cast<double>(bytesRead) / 1e9 / seconds : 0.0,
-           ", \"peak_rss_bytes\": ", peakRssBytes(), ", \"threads\": ", opt.converter.threads);
-  const RepackPhases& p = phases;
-  o += cat(", \"phases\": {\"open_s\": ", p.open, ", \"plan_s\": ", p.plan, ", \"read_wait_s\": ", p.readWait,
-           ", \"readahead_s\": ", p.readahead, ", \"float_scan_s\": ", p.floatScan, ", \"quantize_s\": ", p.quantize,
-           ", \"quantize_wall_s\": ", p.quantizeWall, ", \"write_wait_s\": ", p.writeWait, ", \"hash_s\": ", p.hash,
-           ", \"write_s\": ", p.write, ", \"drain_s\": ", p.drain, ", \"sync_s\": ", p.sync,
-           ", \"manifest_s\": ", p.manifest, ", \"reads\": ", p.reads, ", \"readaheads\": ", p.readaheads,
-           "}, \"shards\": [");
-  for (size_t i = 0; i < shards.size(); ++i) {
-    const ShardStatus& s = shards[i];
     const char* state = s.state == ShardStatus::State::Converted ? "converted"
                         : s.state == ShardStatus::State::Skipped ? "skipped"
                                                                  : "planned";
-    o += i ? ", {" : "{";
-    o += "\"file\": ";
-    appendJsonString(o, s.output);
-    o += ", \"source\": ";
-    appendJsonString(o, s.source);
-    o += cat(", \"size\": ", s.size, ", \"experts\": ", s.experts, ", \"quantized\": ", s.quantized,
-             ", \"state\": \"", state, "\"}");
+    JsonObject& row = rows.emplace_back(Spacing::Python);
+    row.add("file", s.output).add("source", s.source).add("size", s.size).add("experts", s.experts);
+    row.add("quantized", s.quantized).add("state", state);
   }
-  o += "]}";
-  return o;
+  JsonObject o(Spacing::Python);
+  o.add("ok", true).add("src", opt.src).add("dst", opt.dst);
+  o.add("bits", bits.bits).add("mla_bits", bits.mlaBits).add("head_bits", bits.headBits);
+  o.add("dry_run", opt.dryRun).add("text_shards", textShards);
+  o.add("converted", converted).add("skipped", skipped).add("planned", planned).add("finalized", finalized);
+  o.add("bytes_read", bytesRead).add("bytes_written", bytesWritten).add("expert_scale_edge_bytes", scaleEdgeBytes);
+  o.add("seconds", seconds).add("gb_per_s", seconds > 0 ? static_cast<double>(bytesRead) / 1e9 / seconds : 0.0);
+  o.add("peak_rss_bytes", peakRssBytes()).add("threads", opt.converter.threads);
+  const RepackPhases& p = phases;
+  JsonObject ph(Spacing::Python);
+  ph.add("open_s", p.open).add("plan_s", p.plan).add("read_wait_s", p.readWait).add("readahead_s", p.readahead);
+  ph.add("float_scan_s", p.floatScan).add("quantize_s", p.quantize).add("quantize_wall_s", p.quantizeWall);
+  ph.add("write_wait_s", p.writeWait).add("hash_s", p.hash).add("write_s", p.write).add("drain_s", p.drain);
+  ph.add("sync_s", p.sync).add("manifest_s", p.manifest).add("reads", p.reads).add("readaheads", p.readaheads);
+  o.add("phases", ph).add("shards", rows);
+  return o.str();
 }
 
 }  // namespace k3::convert

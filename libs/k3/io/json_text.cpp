@@ -136,6 +136,19 @@ JsonObject& JsonObject::add(std::string_view key, std::span<const int32_t> ids) 
   return *this;
 }
 
+JsonObject& JsonObject::add(std::string_view key, const JsonObject& nested) { return raw(key, nested.str()); }
+
+JsonObject& JsonObject::add(std::string_view key, std::span<const JsonObject> items) {
+  std::string& out = next(key);
+  out += '[';
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) out += spaced_ ? ", " : ",";
+    out += items[i].str();
+  }
+  out += ']';
+  return *this;
+}
+
 JsonObject& JsonObject::fixed(std::string_view key, double value, int decimals) {
   std::string s(static_cast<size_t>(std::snprintf(nullptr, 0, "%.*f", decimals, value)), '\0');
   std::snprintf(s.data(), s.size() + 1, "%.*f", decimals, value);

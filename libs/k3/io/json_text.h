@@ -1,6 +1,7 @@
 // Writing JSON text (the library reads JSON with simdjson only; writers are
 // deterministic string builders): string literals, and JsonObject, the one
-// builder the apps and app-facing services use for flat report objects.
+// builder the apps and the library's report writers (repack summary, verify
+// report, corpus check) use for report objects, flat or nested.
 // Thread-safety: free functions are pure; a JsonObject is a value owned by
 // one thread.
 #pragma once
@@ -27,7 +28,8 @@ void appendJsonStringUtf8(std::string& out, std::string_view s);
 // stream prints them (integers exactly, doubles with 6 significant digits)
 // unless fixed() asks for decimals; strings are escaped by appendJsonString.
 // Compact ({"a":1,"b":2}) or, with Spacing::Python, as Python's json.dumps
-// separates ({"a": 1, "b": 2}).
+// separates ({"a": 1, "b": 2}). Nested objects and arrays of objects keep
+// their own spacing; only the array's separators follow this object's.
 class JsonObject {
  public:
   enum class Spacing { Compact, Python };
@@ -43,6 +45,8 @@ class JsonObject {
   }
   JsonObject& add(std::string_view key, double value);
   JsonObject& add(std::string_view key, std::span<const int32_t> ids);  // a JSON array of integers
+  JsonObject& add(std::string_view key, const JsonObject& nested);        // a nested object
+  JsonObject& add(std::string_view key, std::span<const JsonObject> items);  // a JSON array of objects
   JsonObject& fixed(std::string_view key, double value, int decimals);  // printf("%.*f")
   JsonObject& raw(std::string_view key, std::string_view json);        // already JSON (a nested object)
 

@@ -2,8 +2,10 @@
 
 #include <filesystem>
 #include <simdjson.h>
+#include <vector>
 
 #include "k3/io/error.h"
+#include "k3/io/json_text.h"
 #include "k3/tok/hf_tokenizer_json.h"
 #include "k3/tok/id_text.h"
 
@@ -75,18 +77,19 @@ std::string checkReportText(const CheckReport& r) {
 }
 
 std::string checkReportJson(const CheckReport& r) {
-  std::string out = "{\"corpus\": ";
-  appendJsonString(out, r.corpus);
-  out += cat(", \"lines\": ", r.lines, ", \"with_ids\": ", r.withIds, ", \"ids_matched\": ", r.idsMatched,
-             ", \"round_trips\": ", r.roundTrips, ", \"failures\": [");
-  for (size_t i = 0; i < r.mismatches.size(); ++i) {
-    const CheckMismatch& m = r.mismatches[i];
-    out += i ? ", " : "";
-    out += cat("{\"line\": ", m.line, ", \"round_trip_failed\": ", m.roundTripFailed ? "true" : "false",
-               ", \"expected\": ", formatIds(m.expected, true), ", \"actual\": ", formatIds(m.actual, true), "}");
+  using Spacing = JsonObject::Spacing;
+  std::vector<JsonObject> failures;
+  for (const CheckMismatch& m : r.mismatches) {
+    // The id arrays are compact ("[1,2]") inside the spaced object, as the
+    // report has always printed them.
+    JsonObject& row = failures.emplace_back(Spacing::Python);
+    row.add("line", m.line).add("round_trip_failed", m.roundTripFailed);
+    row.raw("expected", formatIds(m.expected, true)).raw("actual", formatIds(m.actual, true));
   }
-  out += "]}\n";
-  return out;
+  JsonObject o(Spacing::Python);
+  o.add("corpus", r.corpus).add("lines", r.lines).add("with_ids", r.withIds).add("ids_matched", r.idsMatched);
+  o.add("round_trips", r.roundTrips).add("failures", failures);
+  return o.str() + "\n";
 }
 
 }  // namespace k3::tok

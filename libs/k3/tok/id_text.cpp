@@ -1,6 +1,7 @@
 #include "k3/tok/id_text.h"
 
 #include "k3/io/error.h"
+#include "k3/io/json_text.h"
 #include "k3/tok/byte_level.h"
 #include "k3/tok/hf_tokenizer_json.h"
 #include "k3/tok/utf8_stream.h"
@@ -35,10 +36,7 @@ std::string toValidUtf8(std::string_view s) {
 }
 
 std::string decodeJson(std::string_view bytes) {
-  std::string out = "{\"text\": ";
-  appendJsonString(out, toValidUtf8(bytes));
-  out += "}";
-  return out;
+  return JsonObject(JsonObject::Spacing::Python).add("text", toValidUtf8(bytes)).str();
 }
 
 }  // namespace k3::tok

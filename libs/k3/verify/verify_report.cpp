@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <tuple>
+#include <vector>
 
 #include "k3/io/json_text.h"
 #include "k3/io/error.h"
@@ -73,26 +74,25 @@ std::string VerifyReport::text() const {
 }
 
 std::string VerifyReport::json() const {
-  char secs[32];
-  std::snprintf(secs, sizeof secs, "%.3f", summary_.seconds);
-  std::string o = cat("{\"sound\":", sound() ? "true" : "false", ",\"incomplete\":",
-                      incomplete() ? "true" : "false", ",\"summary\":{\"mode\":",
-                      jsonString(summary_.mode), ",\"shards\":", summary_.shards,
-                      ",\"tensors\":", summary_.tensors, ",\"experts\":", summary_.experts,
-                      ",\"bytes_hashed\":", summary_.bytesHashed, ",\"seconds\":", secs,
-                      ",\"problems\":", problems_.size(), ",\"threads\":", summary_.threads,
-                      ",\"peak_rss_bytes\":", peakRssBytes());
+  JsonObject summary;
+  summary.add("mode", summary_.mode).add("shards", summary_.shards).add("tensors", summary_.tensors);
+  summary.add("experts", summary_.experts).add("bytes_hashed", summary_.bytesHashed);
+  summary.fixed("seconds", summary_.seconds, 3).add("problems", problems_.size());
+  summary.add("threads", summary_.threads).add("peak_rss_bytes", peakRssBytes());
   const VerifySummary::Phases& ph = summary_.phases;
-  o += cat(",\"phases\":{\"check_s\":", ph.check, ",\"read_wait_s\":", ph.readWait, ",\"hash_s\":", ph.hash,
-           ",\"hash_wall_s\":", ph.hashWall, ",\"source_wall_s\":", ph.sourceWall, "}},\"problems\":[");
-  for (size_t i = 0; i < problems_.size(); ++i) {
-    const Problem& p = problems_[i];
-    if (i) o += ",";
-    o += cat("{\"kind\":", jsonString(problemKindName(p.kind)), ",\"shard\":", jsonString(p.shard),
-             ",\"tensor\":", jsonString(p.tensor), ",\"layer\":", p.layer, ",\"expert\":", p.expert,
-             ",\"what\":", jsonString(p.what), ",\"line\":", jsonString(p.line()), "}");
+  JsonObject phases;
+  phases.add("check_s", ph.check).add("read_wait_s", ph.readWait).add("hash_s", ph.hash);
+  phases.add("hash_wall_s", ph.hashWall).add("source_wall_s", ph.sourceWall);
+  summary.add("phases", phases);
+  std::vector<JsonObject> rows;
+  for (const Problem& p : problems_) {
+    JsonObject& row = rows.emplace_back();
+    row.add("kind", problemKindName(p.kind)).add("shard", p.shard).add("tensor", p.tensor);
+    row.add("layer", p.layer).add("expert", p.expert).add("what", p.what).add("line", p.line());
   }
-  return o + "]}\n";
+  JsonObject o;
+  o.add("sound", sound()).add("incomplete", incomplete()).add("summary", summary).add("problems", rows);
+  return o.str() + "\n";
 }
 
 }  // namespace k3::verify
