@@ -11,13 +11,11 @@
 
 using namespace k3::codec;
 namespace kernels = k3::kernels;
-using k3test::bitsOf;
-using k3test::floatOf;
 
 TEST(Bf16, ToF32IsTopHalf) {
   EXPECT_EQ(bf16ToF32(0x3f80), 1.0f);
   EXPECT_EQ(bf16ToF32(0xc000), -2.0f);
-  EXPECT_EQ(bitsOf(bf16ToF32(0x8000)), 0x80000000u);
+  EXPECT_EQ(f32ToBits(bf16ToF32(0x8000)), 0x80000000u);
   EXPECT_TRUE(std::isinf(bf16ToF32(0x7f80)));
   EXPECT_TRUE(std::isnan(bf16ToF32(0x7fc1)));
   EXPECT_EQ(bf16ToF32(0x0001), std::ldexp(1.0f, -133));  // smallest subnormal
@@ -25,23 +23,23 @@ TEST(Bf16, ToF32IsTopHalf) {
 
 TEST(Bf16, FromF32RoundsToNearestEven) {
   EXPECT_EQ(f32ToBf16(1.0f), 0x3f80);
-  EXPECT_EQ(f32ToBf16(floatOf(0x3f808000)), 0x3f80);  // tie, even stays
-  EXPECT_EQ(f32ToBf16(floatOf(0x3f818000)), 0x3f82);  // tie, odd rounds up
-  EXPECT_EQ(f32ToBf16(floatOf(0x3f808001)), 0x3f81);  // above half
-  EXPECT_EQ(f32ToBf16(floatOf(0x3f807fff)), 0x3f80);  // below half
-  EXPECT_EQ(f32ToBf16(floatOf(0xbf818000)), 0xbf82);  // negative tie
-  EXPECT_EQ(f32ToBf16(floatOf(0x7f7fffff)), 0x7f80);  // FLT_MAX rounds to inf
+  EXPECT_EQ(f32ToBf16(bitsToF32(0x3f808000)), 0x3f80);  // tie, even stays
+  EXPECT_EQ(f32ToBf16(bitsToF32(0x3f818000)), 0x3f82);  // tie, odd rounds up
+  EXPECT_EQ(f32ToBf16(bitsToF32(0x3f808001)), 0x3f81);  // above half
+  EXPECT_EQ(f32ToBf16(bitsToF32(0x3f807fff)), 0x3f80);  // below half
+  EXPECT_EQ(f32ToBf16(bitsToF32(0xbf818000)), 0xbf82);  // negative tie
+  EXPECT_EQ(f32ToBf16(bitsToF32(0x7f7fffff)), 0x7f80);  // FLT_MAX rounds to inf
   EXPECT_EQ(f32ToBf16(INFINITY), 0x7f80);
   EXPECT_EQ(f32ToBf16(-INFINITY), 0xff80);
   EXPECT_EQ(f32ToBf16(-0.0f), 0x8000);
-  EXPECT_EQ(f32ToBf16(floatOf(0x00010000)), 0x0001);  // subnormal, exact
+  EXPECT_EQ(f32ToBf16(bitsToF32(0x00010000)), 0x0001);  // subnormal, exact
 }
 
 TEST(Bf16, FromF32KeepsNaN) {
-  EXPECT_EQ(f32ToBf16(floatOf(0x7fc00000)), 0x7fc0);
-  EXPECT_EQ(f32ToBf16(floatOf(0x7f800001)), 0x7fc0);  // low payload only: not inf
-  EXPECT_EQ(f32ToBf16(floatOf(0xff800001)), 0xffc0);
-  EXPECT_EQ(f32ToBf16(floatOf(0x7fffffff)), 0x7fff);  // no carry into the sign
+  EXPECT_EQ(f32ToBf16(bitsToF32(0x7fc00000)), 0x7fc0);
+  EXPECT_EQ(f32ToBf16(bitsToF32(0x7f800001)), 0x7fc0);  // low payload only: not inf
+  EXPECT_EQ(f32ToBf16(bitsToF32(0xff800001)), 0xffc0);
+  EXPECT_EQ(f32ToBf16(bitsToF32(0x7fffffff)), 0x7fff);  // no carry into the sign
 }
 
 TEST(F16, HandCheckedValues) {
@@ -52,7 +50,7 @@ TEST(F16, HandCheckedValues) {
   EXPECT_EQ(f16ToF32(0x03ff), 1023.0f * std::ldexp(1.0f, -24));
   EXPECT_EQ(f16ToF32(0x0400), std::ldexp(1.0f, -14));      // smallest normal
   EXPECT_EQ(f16ToF32(0x8001), -std::ldexp(1.0f, -24));
-  EXPECT_EQ(bitsOf(f16ToF32(0x8000)), 0x80000000u);
+  EXPECT_EQ(f32ToBits(f16ToF32(0x8000)), 0x80000000u);
   EXPECT_EQ(f16ToF32(0x7c00), INFINITY);
   EXPECT_EQ(f16ToF32(0xfc00), -INFINITY);
   EXPECT_TRUE(std::isnan(f16ToF32(0x7e00)));
@@ -89,22 +87,22 @@ TEST(Conversions, EveryIsaMatchesScalarBits) {
     uint32_t u;
     std::memcpy(&u, &bytes[i], 4);
     if (i % 16 == 0) u = (u & 0xffff0000u) | 0x8000u;  // exact tie
-    f32In.push_back(floatOf(u));
+    f32In.push_back(bitsToF32(u));
   }
   for (uint32_t u : {0x7f800000u, 0xff800000u, 0x7f800001u, 0x7fffffffu, 0x7f7fffffu})
-    f32In.push_back(floatOf(u));
+    f32In.push_back(bitsToF32(u));
   std::vector<uint16_t> bfWant(f32In.size()), bfGot(f32In.size());
   for (size_t i = 0; i < f32In.size(); ++i) bfWant[i] = f32ToBf16(f32In[i]);
 
   for (kernels::Isa isa : k3test::supportedIsas()) {
     SCOPED_TRACE(kernels::isaName(isa));
     bf16ToF32(isa, all.data(), got.data(), all.size());
-    for (size_t i = 0; i < all.size(); ++i) ASSERT_EQ(bitsOf(got[i]), bitsOf(f32Want[i])) << i;
+    for (size_t i = 0; i < all.size(); ++i) ASSERT_EQ(f32ToBits(got[i]), f32ToBits(f32Want[i])) << i;
     f16ToF32(isa, all.data(), got.data(), all.size());
     for (size_t i = 0; i < all.size(); ++i)
-      ASSERT_EQ(bitsOf(got[i]), bitsOf(f16Want[i])) << "f16 " << std::hex << all[i];
+      ASSERT_EQ(f32ToBits(got[i]), f32ToBits(f16Want[i])) << "f16 " << std::hex << all[i];
     f32ToBf16(isa, f32In.data(), bfGot.data(), f32In.size());
     for (size_t i = 0; i < f32In.size(); ++i)
-      ASSERT_EQ(bfGot[i], bfWant[i]) << std::hex << bitsOf(f32In[i]);
+      ASSERT_EQ(bfGot[i], bfWant[i]) << std::hex << f32ToBits(f32In[i]);
   }
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "k3/codec/bf16.h"
 #include "k3/codec/mxfp4.h"
 #include "k3/codec/weight_view.h"
 #include "k3/io/error.h"
@@ -18,7 +19,7 @@ TEST(Mxfp4, Ue8m0Scale) {
   EXPECT_EQ(ue8m0ToF32(120), 1.0f / 128.0f);
   EXPECT_EQ(ue8m0ToF32(1), std::ldexp(1.0f, -126));
   EXPECT_EQ(ue8m0ToF32(254), std::ldexp(1.0f, 127));
-  EXPECT_EQ(k3test::bitsOf(ue8m0ToF32(0)), 0u);  // documented: +0, not 2^-127
+  EXPECT_EQ(f32ToBits(ue8m0ToF32(0)), 0u);  // documented: +0, not 2^-127
   EXPECT_EQ(ue8m0ToF32(255), INFINITY);                 // documented: +inf
 }
 

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "k3/codec/bf16.h"
 #include "k3/kernels/act_q8.h"
 #include "kernels/weight_fixtures.h"
 
@@ -30,7 +31,6 @@ namespace {
 using namespace k3::codec;
 using namespace k3::kernels;
 namespace kernels = k3::kernels;
-using k3test::bitsOf;
 
 constexpr double kF32DotRelTol = 1e-5;  // as in matvec_test.cpp
 constexpr float kSentinel = 12345.0f;
@@ -70,7 +70,7 @@ TEST(Avx512Emulated, MatvecMatchesOracleAndMatmulIsBitIdentical) {
             continue;
           }
           ASSERT_NEAR(double(y[r]), o.exact[r], kF32DotRelTol * o.absSum[r] + 1e-30) << "v " << v << " row " << r;
-          ASSERT_EQ(bitsOf(Y[v * kRows + r]), bitsOf(y[r])) << "v " << v << " row " << r;
+          ASSERT_EQ(f32ToBits(Y[v * kRows + r]), f32ToBits(y[r])) << "v " << v << " row " << r;
         }
       }
     }
@@ -106,7 +106,7 @@ void checkEmulatedQ8(WeightFormat format, size_t seed, size_t r0, size_t r1, Ker
           continue;
         }
         ASSERT_NEAR(double(y[r]), o.exact[r], 1e-5 * o.absSum[r] + 1e-30) << "v " << v << " row " << r;
-        ASSERT_EQ(bitsOf(Y[v * kRows + r]), bitsOf(y[r])) << "v " << v << " row " << r;
+        ASSERT_EQ(f32ToBits(Y[v * kRows + r]), f32ToBits(y[r])) << "v " << v << " row " << r;
       }
     }
   }
@@ -151,6 +151,6 @@ TEST(Avx512Emulated, ActivationQuantiserGivesTheScalarBytes) {
     quantizeActivationsQ8_32(kernels::Isa::Scalar, x.data(), x.size(), qs.data(), ss.data());
     avx512_emu::quantizeActivationsQ8_32(x.data(), x.size(), qe.data(), se.data());
     EXPECT_EQ(qs, qe) << groups << " groups";
-    for (size_t g = 0; g < groups; ++g) EXPECT_EQ(bitsOf(ss[g]), bitsOf(se[g])) << "group " << g << " of " << groups;
+    for (size_t g = 0; g < groups; ++g) EXPECT_EQ(f32ToBits(ss[g]), f32ToBits(se[g])) << "group " << g << " of " << groups;
   }
 }

@@ -97,7 +97,7 @@ TEST(Matmul, BitIdenticalToPerVectorMatvec) {
           std::vector<float> y(kRows, kSentinel);
           matvec(isa, t.view, X.data() + v * cols, y.data(), 3, 34);
           for (size_t r = 0; r < kRows; ++r)
-            ASSERT_EQ(k3test::bitsOf(Y[v * kRows + r]), k3test::bitsOf(y[r]))
+            ASSERT_EQ(f32ToBits(Y[v * kRows + r]), f32ToBits(y[r]))
                 << "vector " << v << " row " << r;
         }
       }
@@ -151,7 +151,7 @@ TEST(MatvecQ8, EveryIsaMatchesOracleAndMatmulIsBitIdentical) {
         std::vector<float> Y(n * kRows, kSentinel);
         matmulMxfp4Q8(isa, t.view, Xq.data(), Xs.data(), n, Y.data(), 2, 35);
         for (size_t r = 0; r < kRows; ++r)
-          ASSERT_EQ(k3test::bitsOf(Y[v * kRows + r]), k3test::bitsOf(y[r])) << "row " << r;
+          ASSERT_EQ(f32ToBits(Y[v * kRows + r]), f32ToBits(y[r])) << "row " << r;
       }
     }
   }
@@ -231,7 +231,7 @@ void checkQ8EveryIsa(WeightFormat format, std::initializer_list<size_t> colsList
             continue;
           }
           ASSERT_NEAR(double(y[r]), o.exact[r], kQ8DotRelTol * o.absSum[r] + kAbsFloor) << "row " << r;
-          ASSERT_EQ(k3test::bitsOf(Y[v * kRows + r]), k3test::bitsOf(y[r])) << "row " << r;
+          ASSERT_EQ(f32ToBits(Y[v * kRows + r]), f32ToBits(y[r])) << "row " << r;
         }
       }
     }

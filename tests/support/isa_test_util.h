@@ -1,9 +1,8 @@
 // Helpers shared by the codec and kernels tests: the ISAs this CPU runs, deterministic
-// random data, and float <-> bits.
+// random data (float <-> bits: k3::codec::f32ToBits / bitsToF32 in codec/bf16.h).
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 #include <random>
 #include <vector>
 
@@ -16,17 +15,6 @@ inline std::vector<k3::kernels::Isa> supportedIsas() {
   for (auto isa : {k3::kernels::Isa::Scalar, k3::kernels::Isa::Avx2, k3::kernels::Isa::Avx512})
     if (k3::kernels::isaSupported(isa)) out.push_back(isa);
   return out;
-}
-
-inline uint32_t bitsOf(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-inline float floatOf(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
 }
 
 inline std::vector<float> uniformFloats(size_t n, uint64_t seed, float lo = -1.f, float hi = 1.f) {
