@@ -4,15 +4,18 @@
 #include "../cli_parse.h"
 #include "../isa_option.h"
 
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <thread>
 
 #include "k3/convert/repacker.h"
 #include "k3/format/spread_layout.h"
 #include "k3/io/error.h"
+#include "k3/io/page_cache.h"
 #include "k3/io/progress_meter.h"
 #include "k3/io/thread_pool.h"
 
@@ -41,12 +44,18 @@ int main(int argc, char** argv) {
   app.add_option("--shards", shards,
                  "convert only these source shards (e.g. 1-40,45); finalize later with --finalize");
   CLI::Option* threadsOpt = app.add_option("--threads", threads, "quantization threads (default: all cores)");
+  long long jobs = 0;
+  CLI::Option* jobsOpt = app.add_option(
+      "--jobs", jobs, "shards converted at once, each with its own reader, writer and hash thread (default: cores, at most 4)");
   app.add_flag("--json", json, "print a machine-readable summary on stdout");
   app.add_flag("--dry-run", opt.dryRun, "check the source and show the plan; write nothing");
   app.add_flag("--drop-unknown", opt.dropUnknown,
                "leave out text tensors config.json does not imply (default: refuse the source)");
   app.add_flag("--finalize", opt.finalizeOnly,
                "only merge: copy files, rebuild the index, write k3-manifest.json");
+  std::string io = "auto";
+  app.add_option("--io", io, "source reads: direct (O_DIRECT), buffered, or auto (direct unless cached)")
+      ->check(CLI::IsMember({"auto", "buffered", "direct"}));
   std::string isa;
   k3app::addIsaOption(app, isa);
   const k3app::ErrorPolicy errors{.app = "k3-repack", .json = [&] { return json; }};
@@ -58,15 +67,19 @@ int main(int argc, char** argv) {
   // quantized block, shard published, fragment written, finalize step).
   if (const char* k = std::getenv("K3_REPACK_TEST_KILL_AFTER")) {
     const long n = std::atol(k);
-    opt.converter.tick = [n, count = 0L]() mutable {
-      if (++count == n) std::raise(SIGKILL);
+    auto count = std::make_shared<std::atomic<long>>(0);  // --jobs: ticks come from several threads
+    opt.converter.tick = [n, count] {
+      if (++*count == n) std::raise(SIGKILL);
     };
   }
   if (tty) opt.log = [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); };
   return k3app::runReportingErrors(errors, [&] {
     k3app::applyIsaChoice(isa);
+    opt.converter.sourceIo = k3::parseReadMode(io);
     opt.converter.threads = threadsOpt->count() ? k3::checkThreadCount(threads)
                                                 : std::max(1u, std::thread::hardware_concurrency());
+    const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+    opt.jobs = jobsOpt->count() ? k3::checkThreadCount(jobs, "--jobs") : std::min<size_t>(cores, 4);
     if (!shards.empty()) opt.shards = k3::convert::parseShardList(shards);
     if (!spread.empty()) opt.spread = k3::parseSpreadDirs(spread);
     if (opt.finalizeOnly && !opt.shards.empty())

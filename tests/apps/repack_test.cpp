@@ -48,13 +48,16 @@ k3test::RunResult repackJson(std::vector<std::string> args) {
   return repack(args);
 }
 
-// One uninterrupted conversion per bit width, made once per test process.
+// One uninterrupted conversion per bit width, made once per test process:
+// one job, the source read with O_DIRECT. The tests compare the default
+// run (the source cached, so read buffered; a job per core) and the other
+// read paths against it, and the independent checker reads the default.
 const Tree& reference(int bits) {
   static std::map<int, Tree> cache;
   auto it = cache.find(bits);
   if (it != cache.end()) return it->second;
   const std::string dst = k3test::freshDir("repack-ref") + "/out";
-  auto r = repack({tiny(), dst, "--bits", std::to_string(bits)});
+  auto r = repack({tiny(), dst, "--bits", std::to_string(bits), "--io", "direct", "--jobs", "1"});
   EXPECT_EQ(r.exitCode, 0) << r.err;
   return cache[bits] = readTree(dst);
 }
@@ -104,6 +107,33 @@ TEST_P(RepackBits, IndependentCheckerAcceptsContainer) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Bits, RepackBits, ::testing::Values(4, 8, 16));
+
+// Every way of reading the source and every job count gives the same bytes;
+// the report says how the shards were read.
+TEST(Repack, ReadPathsAndJobCountsGiveTheSameBytes) {
+  const std::string src = tiny();
+  auto number = [](const std::string& json, const std::string& key) {
+    const size_t at = json.find("\"" + key + "\": ");
+    return at == std::string::npos ? std::string("?") : json.substr(at + key.size() + 4, json.find_first_of(",}", at) - at - key.size() - 4);
+  };
+  struct Way {
+    const char* io;
+    const char* jobs;
+  };
+  for (const Way w : {Way{"direct", "3"}, Way{"direct", "8"}, Way{"buffered", "1"}, Way{"buffered", "2"}}) {
+    SCOPED_TRACE(std::string("--io ") + w.io + " --jobs " + w.jobs);
+    const std::string dst = k3test::freshDir("repack-ways") + "/out";
+    auto r = repack({src, dst, "--bits", "4", "--io", w.io, "--jobs", w.jobs, "--threads", "2", "--json"});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_EQ(number(r.out, "direct_shards"), w.io[0] == 'd' ? number(r.out, "text_shards") : "0") << r.out;
+    EXPECT_NE(number(r.out, "text_shards"), "0");
+    expectSameTree(reference(4), dst, std::string(w.io) + " x " + w.jobs);
+  }
+  auto bad = repackJson({src, k3test::freshDir("repack-ways") + "/out", "--jobs", "0"});
+  expectRefused(bad, "usage");
+  bad = repackJson({src, k3test::freshDir("repack-ways") + "/out", "--io", "fast"});
+  EXPECT_EQ(bad.exitCode, 2) << bad.err;
+}
 
 TEST(Repack, HelpVersionDryRun) {
   auto h = repack({"--help"});

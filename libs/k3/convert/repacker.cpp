@@ -6,7 +6,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <atomic>
 #include <climits>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <cstdlib>
 #include <optional>
 #include <set>
@@ -354,6 +358,86 @@ void bindRoots(const std::vector<std::string>& rootDirs, const ExpertManifest& r
   }
 }
 
+// Converts one selected shard's parts still to do with `conv`, publishing
+// each part and then its fragment. `mu` guards `sum`.
+void convertShard(const Snapshot& snap, const RepackOptions& opt, const ExpertManifest& run,
+                  const SpreadRoots& roots, const ShardTodo& t, ShardConverter& conv, ProgressMeter& progress,
+                  PhaseTime& planTime, PhaseTime& manifestTime, std::mutex& mu, RepackSummary& sum) {
+  auto log = [&](const std::string& s) {
+    if (opt.log) opt.log(s);
+  };
+  auto tick = [&] {
+    if (opt.converter.tick) opt.converter.tick();
+  };
+  std::optional<PhaseScope> replanning(&planTime);
+  std::vector<ShardPlan> parts = planShardParts(snap, *t.shard, sum.bits, roots.count());
+  replanning.reset();
+  for (size_t part : t.parts) {
+    const ShardPlan p = std::move(parts[part]);
+    progress.setLabel(p.outputFile);
+    ManifestShard ms = conv.convert(p, roots.dirs[static_cast<size_t>(p.root)], progress);
+    ms.root = p.root;
+    tick();  // shard published, fragment not yet
+    std::optional<PhaseScope> saving(&manifestTime);
+    ExpertManifest frag = run;
+    frag.shards.push_back(std::move(ms));
+    frag.save(fragmentPath(opt.dst, p.outputFile));
+    saving.reset();
+    tick();
+    const uint64_t edges = conv.lastStats().scaleEdgeBytes;
+    if (edges)
+      log(cat("k3-repack: warning: ", p.outputFile, ": ", edges,
+              " expert scale bytes are 0 or 255 (engines decode these differently, spec 4)"));
+    const std::lock_guard<std::mutex> lk(mu);
+    sum.bytesRead += p.sourceBytes;
+    sum.bytesWritten += p.fileSize;
+    sum.scaleEdgeBytes += edges;
+    for (ShardStatus& st : sum.shards)
+      if (st.output == roots.location(p)) st.state = ShardStatus::State::Converted;
+  }
+}
+
+// Converts every shard still to do, opt.jobs shards at a time, each job with
+// its own converter (source reader, writer pipeline, hash thread): a shard's
+// file digest is one sequential stream, so shards in parallel are what puts
+// every core on hashing. Shards are taken in file order (a killed run has
+// its first shards done). The first error stops the other jobs at their next read and is thrown.
+void convertAll(const Snapshot& snap, const RepackOptions& opt, const ExpertManifest& run, const SpreadRoots& roots,
+                const std::vector<ShardTodo>& todo, ProgressMeter& progress, ConvertPhases& phases,
+                PhaseTime& planTime, PhaseTime& manifestTime, RepackSummary& sum) {
+  const size_t jobs = std::clamp<size_t>(opt.jobs, 1, todo.size());
+  std::atomic<size_t> next{0};
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::exception_ptr error;
+  auto work = [&] {
+    try {
+      ConverterOptions co = opt.converter;
+      co.phases = &phases;
+      co.threads = std::max<size_t>(1, (co.threads ? co.threads : std::thread::hardware_concurrency()) / jobs);
+      co.stop = &stop;
+      ShardConverter conv(co);
+      for (size_t i; !stop && (i = next++) < todo.size();)
+        convertShard(snap, opt, run, roots, todo[i], conv, progress, planTime, manifestTime, mu, sum);
+    } catch (...) {
+      const std::lock_guard<std::mutex> lk(mu);
+      if (!error) error = std::current_exception();
+      stop = true;
+    }
+  };
+  std::vector<std::thread> others;
+  try {
+    for (size_t j = 1; j < jobs; ++j) others.emplace_back(work);
+  } catch (...) {
+    stop = true;
+    for (auto& th : others) th.join();
+    throw;
+  }
+  work();
+  for (auto& th : others) th.join();
+  if (error) std::rethrow_exception(error);
+}
+
 }  // namespace
 
 std::vector<int> parseShardList(const std::string& list) {
@@ -431,36 +515,7 @@ RepackSummary repack(const RepackOptions& opt) {
   ProgressMeter progress(total, opt.progress);
   ConvertPhases phases;
   if (!todo.empty()) {
-    ConverterOptions co = opt.converter;
-    co.phases = &phases;
-    ShardConverter conv(co);
-    for (const ShardTodo& t : todo) {
-      // The shard's parts planned once, each part converted from its plan.
-      std::optional<PhaseScope> replanning(&planTime);
-      std::vector<ShardPlan> parts = planShardParts(snap, *t.shard, sum.bits, roots.count());
-      replanning.reset();
-      for (size_t part : t.parts) {
-        const ShardPlan p = std::move(parts[part]);
-        progress.setLabel(p.outputFile);
-        ManifestShard ms = conv.convert(p, roots.dirs[static_cast<size_t>(p.root)], progress);
-        ms.root = p.root;
-        tick();  // shard published, fragment not yet
-        std::optional<PhaseScope> saving(&manifestTime);
-        ExpertManifest frag = run;
-        frag.shards.push_back(std::move(ms));
-        frag.save(fragmentPath(opt.dst, p.outputFile));
-        saving.reset();
-        tick();
-        sum.bytesRead += p.sourceBytes;
-        sum.bytesWritten += p.fileSize;
-        if (conv.lastStats().scaleEdgeBytes)
-          log(cat("k3-repack: warning: ", p.outputFile, ": ", conv.lastStats().scaleEdgeBytes,
-                  " expert scale bytes are 0 or 255 (engines decode these differently, spec 4)"));
-        sum.scaleEdgeBytes += conv.lastStats().scaleEdgeBytes;
-        for (ShardStatus& st : sum.shards)
-          if (st.output == roots.location(p)) st.state = ShardStatus::State::Converted;
-      }
-    }
+    convertAll(snap, opt, run, roots, todo, progress, phases, planTime, manifestTime, sum);
     progress.finish();
   }
   std::optional<PhaseScope> finalizing(&manifestTime);
@@ -476,10 +531,10 @@ RepackSummary repack(const RepackOptions& opt) {
   ph.open = openTime.seconds();
   ph.plan = planTime.seconds();
   ph.manifest = manifestTime.seconds();
-  ph.readWait = phases.readWait.seconds();
-  ph.reads = phases.readWait.calls();
-  ph.readahead = phases.readahead.seconds();
-  ph.readaheads = phases.readahead.calls();
+  ph.readWait = phases.read.wait.seconds();
+  ph.read = phases.read.io.seconds();
+  ph.reads = phases.readRequests;
+  ph.directShards = phases.directShards;
   ph.floatScan = phases.floatScan.seconds();
   ph.quantize = phases.quantize.seconds();
   ph.quantizeWall = phases.quantizeWall.seconds();
@@ -517,10 +572,10 @@ std::string RepackSummary::toJson(const RepackOptions& opt) const {
   o.add("peak_rss_bytes", peakRssBytes()).add("threads", opt.converter.threads);
   const RepackPhases& p = phases;
   JsonObject ph(Spacing::Python);
-  ph.add("open_s", p.open).add("plan_s", p.plan).add("read_wait_s", p.readWait).add("readahead_s", p.readahead);
+  ph.add("open_s", p.open).add("plan_s", p.plan).add("read_wait_s", p.readWait).add("read_s", p.read);
   ph.add("float_scan_s", p.floatScan).add("quantize_s", p.quantize).add("quantize_wall_s", p.quantizeWall);
   ph.add("write_wait_s", p.writeWait).add("hash_s", p.hash).add("write_s", p.write).add("drain_s", p.drain);
-  ph.add("sync_s", p.sync).add("manifest_s", p.manifest).add("reads", p.reads).add("readaheads", p.readaheads);
+  ph.add("sync_s", p.sync).add("manifest_s", p.manifest).add("reads", p.reads).add("direct_shards", p.directShards);
   o.add("phases", ph).add("shards", rows);
   return o.str();
 }

@@ -32,6 +32,9 @@ struct RepackOptions {
   std::vector<std::string> spread;
   bool dropUnknown = false;  // leave out text tensors config.json does not imply (else refused)
   bool progress = false;     // draw the bar (the CLI passes isatty(stderr))
+  // Shards converted at once, each by its own converter (memory per job:
+  // docs/CONTAINER.md, "Resource bounds"); converter.threads are shared out.
+  size_t jobs = 1;
   ConverterOptions converter;
   std::function<void(const std::string&)> log;  // human messages (may be empty)
 };
@@ -50,8 +53,8 @@ struct ShardStatus {
 struct RepackPhases {
   double open = 0;          // opening and checking the snapshot (headers, index, tokenizer)
   double plan = 0;          // per-shard planning and the resume checks (per-tensor bookkeeping)
-  double readWait = 0;      // producer in pread of source bytes
-  double readahead = 0;     // posix_fadvise calls (one per tensor / expert span)
+  double readWait = 0;      // producers waiting for source bytes (their preads, or the direct reads ahead)
+  double read = 0;          // direct source reads, summed over the reader threads
   double floatScan = 0;     // NaN / Inf scans of float tensors
   double quantize = 0;      // BF16 -> int4/int8, summed over threads
   double quantizeWall = 0;  // producer waiting for the quantize fork-joins
@@ -61,8 +64,8 @@ struct RepackPhases {
   double drain = 0;         // end of each shard: waiting for the pipeline to empty
   double sync = 0;          // fdatasync of each shard
   double manifest = 0;      // fragments, copied files, index and manifest (finalize)
-  uint64_t reads = 0;       // pread calls on the producer
-  uint64_t readaheads = 0;  // posix_fadvise calls
+  uint64_t reads = 0;         // direct source read requests
+  uint64_t directShards = 0;  // shards whose source was read with O_DIRECT (the rest: buffered, cached)
 };
 
 struct RepackSummary {

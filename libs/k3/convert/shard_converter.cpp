@@ -20,12 +20,6 @@
 namespace k3::convert {
 namespace {
 
-void preadExact(int fd, void* buf, size_t len, uint64_t offset, const std::string& path) {
-  if (preadFull(fd, buf, len, offset, path) != len)
-    fail(ErrorKind::SourceChanged, path, ": unexpected end of file at byte ", offset,
-         " (the source shard shrank while being read)");
-}
-
 // Hashes the whole output file and each expert's byte range as the writer
 // pipeline streams the file (one pipeline thread). Expert bytes feed both
 // digests in one interleaved SHA-NI pass when the CPU has SHA-NI (k3-verify's
@@ -113,18 +107,34 @@ class ShardHasher {
 }  // namespace
 
 ShardConverter::ShardConverter(ConverterOptions options)
-    : opt_(options), pool_(options.chunkBytes, options.chunkCount), threads_(options.threads) {
+    : opt_(options),
+      pool_(options.chunkBytes, options.chunkCount),
+      readBuffers_(options.readBlockBytes, options.readDepth),
+      threads_(options.threads) {
   rowF32_.resize(threads_.size());
 }
 
 ShardConverter::~ShardConverter() = default;
 
+void ShardConverter::stopIfAsked(const std::string& what) const {
+  if (opt_.stop && opt_.stop->load(std::memory_order_relaxed))
+    fail(ErrorKind::Internal, what, ": conversion stopped (another shard failed)");
+}
+
 ManifestShard ShardConverter::convert(const ShardPlan& plan, const std::string& dstDir,
                                       ProgressMeter& progress) {
   const SourceShard& src = *plan.source;
   const InputFile source = openInputFile(src.path, kShardInput);
-  const UniqueFd& in = source.fd;
-  ::posix_fadvise(in.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  ConvertPhases* const ph = opt_.phases;
+  std::vector<ByteRange> ranges;
+  ranges.reserve(plan.steps.size());
+  for (const PlanStep& step : plan.steps) ranges.push_back({step.srcOffset, step.srcBytes});
+  PlannedReader in(source.fd.fd, src.path, source.size, std::move(ranges),
+                   readsDirect(opt_.sourceIo, source.fd.fd, source.size), readBuffers_, ph ? &ph->read : nullptr);
+  if (ph) {
+    ph->readRequests += in.requests();
+    ph->directShards += in.direct() ? 1 : 0;
+  }
 
   ShardHasher hasher(plan.experts);
   SafetensorsWriter::Options wo;
@@ -133,19 +143,12 @@ ManifestShard ShardConverter::convert(const ShardPlan& plan, const std::string& 
   wo.pool = &pool_;
   wo.observer = [&hasher](uint64_t off, const uint8_t* p, size_t n) { hasher.consume(off, p, n); };
   wo.hashFile = false;  // the hasher digests the file together with the experts
-  ConvertPhases* const ph = opt_.phases;
   wo.phases = ph ? &ph->writer : nullptr;
   std::vector<TensorSpec> tensors = plan.tensors;
   SafetensorsWriter w(dstDir + "/" + plan.outputFile, std::move(tensors), wo);
   if (w.fileSize() != plan.fileSize || w.headerSize() != plan.header.size())
     fail(ErrorKind::Internal, plan.outputFile, ": writer layout disagrees with the plan");
 
-  // Sliding readahead window over the coming spans: experts are read in id
-  // order, not file order, so the kernel's own sequential readahead misses them.
-  constexpr uint64_t kWindow = uint64_t{96} << 20;
-  size_t advised = 0;       // steps [0, advised) have been advised
-  uint64_t advisedEnd = 0;  // source bytes advised ahead of the current step, cumulative
-  uint64_t consumed = 0;
   // Copied dense float tensors are scanned for NaN / Inf as they pass (plan.floats
   // is in source order, as the dense copies are).
   size_t nextFloat = 0;
@@ -168,26 +171,14 @@ ManifestShard ShardConverter::convert(const ShardPlan& plan, const std::string& 
   };
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const PlanStep& step = plan.steps[i];
-    while (advised < plan.steps.size() && advisedEnd < consumed + kWindow) {
-      const PlanStep& a = plan.steps[advised++];
-      // Long spans are capped: the kernel's sequential readahead covers their rest.
-      const PhaseScope t(ph ? &ph->readahead : nullptr);
-      ::posix_fadvise(in.fd, static_cast<off_t>(a.srcOffset),
-                      static_cast<off_t>(std::min(a.srcBytes, kWindow)), POSIX_FADV_WILLNEED);
-      advisedEnd += a.srcBytes;
-    }
-    consumed += step.srcBytes;
     if (step.kind != PlanStep::Kind::Copy) {
-      quantize(step, in.fd, src.path, w, progress);
+      quantize(step, in, src.path, w, progress);
       continue;
     }
     uint64_t off = step.srcOffset, left = step.srcBytes;
     while (left > 0) {
       auto span = w.reserve(static_cast<size_t>(std::min<uint64_t>(left, SIZE_MAX)));
-      {
-        const PhaseScope t(ph ? &ph->readWait : nullptr);
-        preadExact(in.fd, span.data(), span.size(), off, src.path);
-      }
+      in.read(span.data(), span.size());
       if (nextFloat < plan.floats.size()) {
         const PhaseScope t(ph ? &ph->floatScan : nullptr);
         checkFloats(off, span.data(), span.size());
@@ -197,6 +188,7 @@ ManifestShard ShardConverter::convert(const ShardPlan& plan, const std::string& 
       left -= span.size();
       progress.add(span.size());
       if (opt_.tick) opt_.tick();
+      stopIfAsked(plan.outputFile);
     }
   }
   w.finish();
@@ -218,7 +210,7 @@ ManifestShard ShardConverter::convert(const ShardPlan& plan, const std::string& 
   return m;
 }
 
-void ShardConverter::quantize(const PlanStep& step, int fd, const std::string& srcPath,
+void ShardConverter::quantize(const PlanStep& step, PlannedReader& in, const std::string& srcPath,
                               SafetensorsWriter& w, ProgressMeter& progress) {
   const size_t rows = static_cast<size_t>(step.rows), cols = static_cast<size_t>(step.cols);
   const bool int4 = step.kind == PlanStep::Kind::QuantInt4;
@@ -233,10 +225,7 @@ void ShardConverter::quantize(const PlanStep& step, int fd, const std::string& s
   for (size_t r0 = 0; r0 < rows; r0 += block) {
     const size_t nr = std::min(block, rows - r0);
     ConvertPhases* const ph = opt_.phases;
-    {
-      const PhaseScope t(ph ? &ph->readWait : nullptr);
-      preadExact(fd, bf16_.data(), nr * cols * 2, step.srcOffset + r0 * cols * 2, srcPath);
-    }
+    in.read(bf16_.data(), nr * cols * 2);
     {
       const PhaseScope t(ph ? &ph->floatScan : nullptr);
       finite.feed(reinterpret_cast<const uint8_t*>(bf16_.data()), nr * cols * 2);
@@ -265,6 +254,7 @@ void ShardConverter::quantize(const PlanStep& step, int fd, const std::string& s
     w.write(qbuf_.data(), nr * qRow);
     progress.add(nr * cols * 2);
     if (opt_.tick) opt_.tick();
+    stopIfAsked(step.tensor);
   }
   w.write(scales_.data(), scales_.size() * sizeof(float));  // little-endian f32 sidecar
 }
