@@ -9,6 +9,7 @@
 
 #include "k3/format/spread_layout.h"
 #include "k3/io/error.h"
+#include "k3/io/page_cache.h"
 #include "k3/io/progress_meter.h"
 #include "k3/io/thread_pool.h"
 #include "k3/verify/verifier.h"
@@ -41,13 +42,11 @@ int main(int argc, char** argv) {
   k3::verify::VerifyOptions opts;
   opts.full = full;
   opts.source = source;
-  opts.io = io == "direct" ? k3::verify::IoMode::Direct
-            : io == "buffered" ? k3::verify::IoMode::Buffered
-                               : k3::verify::IoMode::Auto;
   const bool hashing = full || !source.empty();
   k3::ProgressMeter progress(0, hashing && k3::stderrIsTerminal());
   opts.progress = &progress;
   return k3app::runReportingErrors(errors, [&] {
+    opts.io = k3::parseReadMode(io);
     if (threadsOpt->count()) opts.threads = k3::checkThreadCount(threads);
     if (!spread.empty()) opts.spread = k3::parseSpreadDirs(spread);
     const k3::verify::VerifyReport report = k3::verify::verifyContainer(dst, opts);

@@ -15,32 +15,6 @@
 
 namespace k3::verify {
 
-double pageCacheFraction(const std::string& path) {
-  InputFile f;
-  try {
-    f = openInputFile(path, kShardInput);
-  } catch (const Error&) {
-    return 0;  // not a readable regular file: the read itself reports it
-  }
-  const int fd = f.fd.fd;
-  double frac = 0;
-  if (f.size > 0) {
-    const size_t size = static_cast<size_t>(f.size);
-    void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-    if (map != MAP_FAILED) {
-      const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-      std::vector<unsigned char> vec((size + page - 1) / page);
-      if (::mincore(map, size, vec.data()) == 0) {
-        size_t resident = 0;
-        for (unsigned char v : vec) resident += v & 1;
-        frac = static_cast<double>(resident) / static_cast<double>(vec.size());
-      }
-      ::munmap(map, size);
-    }
-  }
-  return frac;
-}
-
 ReadBuffers::ReadBuffers(size_t blockBytes, size_t depth)
     : blockBytes_((blockBytes + 4095) / 4096 * 4096), data_(depth < 2 ? 2 : depth, nullptr) {
   for (auto& d : data_) {

@@ -2,7 +2,7 @@
 // thread, a few blocks ahead of the consumer, so disk reads overlap hashing.
 // Direct mode (O_DIRECT into aligned buffers) skips the page cache: on these
 // VMs inserting pages costs more than the hashing, so cold files are read
-// direct and files already cached are read buffered (see pageCacheFraction).
+// direct and files already cached are read buffered (io/page_cache.h).
 // One consumer thread; blocks are valid until the next call to next().
 #pragma once
 
@@ -15,9 +15,6 @@
 #include <vector>
 
 namespace k3::verify {
-
-// Fraction of `path`'s pages in the page cache (mincore; 0 if unknown).
-double pageCacheFraction(const std::string& path);
 
 // Aligned block buffers, allocated once per thread and reused for every file
 // (first touch of fresh memory is slow on these VMs).

@@ -102,8 +102,8 @@ uint64_t hashContainer(const ContainerFacts& facts, const HashOptions& opts, Ver
     const std::string& file = job.shard->file;
     std::vector<Problem> found;
     try {
-      const bool direct = opts.io == IoMode::Direct ||
-                          (opts.io == IoMode::Auto && pageCacheFraction(job.shard->path) < 0.5);
+      const bool direct = opts.io == ReadMode::Direct ||
+                          (opts.io == ReadMode::Auto && pageCacheFraction(job.shard->path) < 0.5);
       BlockReader reader(job.shard->path, direct, buffers);
       Digest whole;
       std::vector<ExpertRange> ranges;

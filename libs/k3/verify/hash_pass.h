@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string>
 
+#include "k3/io/page_cache.h"
 #include "k3/io/phase_time.h"
 #include "k3/io/progress_meter.h"
 #include "k3/verify/container_checker.h"
@@ -21,9 +22,6 @@
 
 namespace k3::verify {
 
-// How container shards are read: Auto reads a file with O_DIRECT unless
-// most of it is already in the page cache.
-enum class IoMode { Auto, Buffered, Direct };
 
 // Where the hash passes' time goes (k3-verify --json "phases"), summed over
 // the hashing threads.
@@ -35,7 +33,7 @@ struct HashPhases {
 struct HashOptions {
   size_t threads = 0;                        // 0 = all cores
   size_t blockBytes = size_t{4} << 20;       // sequential read size
-  IoMode io = IoMode::Auto;
+  ReadMode io = ReadMode::Auto;  // how shards are read (io/page_cache.h)
   ProgressMeter* progress = nullptr;         // bytes hashed are added (may be null)
   HashPhases* phases = nullptr;              // null: not measured
 };

@@ -21,7 +21,7 @@ struct VerifyOptions {
   std::vector<std::string> spread;  // a spread container's other roots, where they are now (else as recorded)
   size_t threads = 0;          // 0 = all cores
   size_t blockBytes = size_t{4} << 20;
-  IoMode io = IoMode::Auto;    // how --full reads the shards
+  ReadMode io = ReadMode::Auto;    // how --full reads the shards
   ProgressMeter* progress = nullptr;  // gets the bytes to hash, then each block hashed
 };
 
