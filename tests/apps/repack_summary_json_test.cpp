@@ -25,6 +25,7 @@ TEST(RepackSummaryJson, ExactBytesAroundPeakRss) {
   sum.seconds = 4;
   sum.finalized = true;
   opt.converter.threads = 3;
+  opt.jobs = 2;
   sum.phases.open = 0.5;
   sum.phases.quantize = 1.25;
   sum.phases.hash = 2;
@@ -38,7 +39,7 @@ TEST(RepackSummaryJson, ExactBytesAroundPeakRss) {
       "\"bytes_read\": 2000000000, \"bytes_written\": 7, \"expert_scale_edge_bytes\": 1, \"seconds\": 4, "
       "\"gb_per_s\": 0.5, \"peak_rss_bytes\": ";
   const std::string tail =
-      ", \"threads\": 3, \"phases\": {\"open_s\": 0.5, \"plan_s\": 0, \"read_wait_s\": 0, \"read_s\": 0, "
+      ", \"threads\": 3, \"jobs\": 2, \"phases\": {\"open_s\": 0.5, \"plan_s\": 0, \"read_wait_s\": 0, \"read_s\": 0, "
       "\"float_scan_s\": 0, \"quantize_s\": 1.25, \"quantize_wall_s\": 0, \"write_wait_s\": 0, \"hash_s\": 2, "
       "\"write_s\": 0, \"drain_s\": 0, \"sync_s\": 0, \"manifest_s\": 0, \"reads\": 9, \"direct_shards\": 0}"
       ", \"shards\": [{\"file\": \"a.safetensors\", \"source\": \"s1.safetensors\", \"size\": 10, \"experts\": 2, "

@@ -569,7 +569,7 @@ std::string RepackSummary::toJson(const RepackOptions& opt) const {
   o.add("converted", converted).add("skipped", skipped).add("planned", planned).add("finalized", finalized);
   o.add("bytes_read", bytesRead).add("bytes_written", bytesWritten).add("expert_scale_edge_bytes", scaleEdgeBytes);
   o.add("seconds", seconds).add("gb_per_s", seconds > 0 ? static_cast<double>(bytesRead) / 1e9 / seconds : 0.0);
-  o.add("peak_rss_bytes", peakRssBytes()).add("threads", opt.converter.threads);
+  o.add("peak_rss_bytes", peakRssBytes()).add("threads", opt.converter.threads).add("jobs", opt.jobs);
   const RepackPhases& p = phases;
   JsonObject ph(Spacing::Python);
   ph.add("open_s", p.open).add("plan_s", p.plan).add("read_wait_s", p.readWait).add("read_s", p.read);
