@@ -13,20 +13,14 @@
 #include "k3/io/error.h"
 #include "k3/io/input_file.h"
 #include "k3/io/output_file.h"
+#include "support/error_of.h"
 #include "support/test_env.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string errorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const k3::Error& e) {
-    return std::string(k3::errorKindName(e.kind())) + ": " + e.what();
-  }
-  return "no error";
-}
+using k3test::errorOf;
 
 TEST(InputFile, RefusesSpecialFilesAtOnceAndNamesThem) {
   const std::string d = k3test::freshDir("input-special");

@@ -22,6 +22,7 @@
 #include "k3/io/page_cache.h"
 #include "k3/io/phase_time.h"
 #include "k3/io/planned_reader.h"
+#include "support/error_of.h"
 #include "support/test_env.h"
 
 namespace {
@@ -58,14 +59,7 @@ std::vector<k3::ByteRange> shuffledRanges(uint64_t size, uint32_t seed) {
   return out;
 }
 
-std::string errorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const k3::Error& e) {
-    return std::string(k3::errorKindName(e.kind())) + ": " + e.what();
-  }
-  return "no error";
-}
+using k3test::errorOf;
 
 struct Case {
   bool direct;
