@@ -179,6 +179,10 @@ std::vector<Case> repackCases() {
       {"threads_minus_1", "none", "k3-repack", {"{SRC}", "{OUT}", "--threads", "-1"}, 2, "--threads -1: must be in"},
       {"threads_0", "none", "k3-repack", {"{SRC}", "{OUT}", "--threads", "0"}, 2, "--threads 0: must be in"},
       {"threads_2e64", "none", "k3-repack", {"{SRC}", "{OUT}", "--threads", "18446744073709551615"}, 2, ""},
+      {"jobs_100000", "none", "k3-repack", {"{SRC}", "{OUT}", "--jobs", "100000"}, 2, "--jobs 100000: must be in [1, "},
+      {"jobs_minus_1", "none", "k3-repack", {"{SRC}", "{OUT}", "--jobs", "-1"}, 2, "--jobs -1: must be in"},
+      {"jobs_0", "none", "k3-repack", {"{SRC}", "{OUT}", "--jobs", "0"}, 2, "--jobs 0: must be in"},
+      {"io_unknown", "none", "k3-repack", {"{SRC}", "{OUT}", "--io", "fast"}, 2, "--io"},
       // tensors k3-verify would reject: refused before anything is published
       {"src_dense_wrong_shape", "src_dense_wrong_shape", "k3-repack", kRepack, 1, "g_proj.weight' has shape [64, 256] but config.json implies [128, 128]"},
       {"src_norm_wrong_shape", "src_norm_wrong_shape", "k3-repack", kRepack, 1, "input_layernorm.weight' has shape [2, 64]"},
