@@ -13,6 +13,7 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <unordered_set>
 
@@ -68,20 +69,10 @@ uint64_t TensorSpec::nbytes() const {
   return static_cast<uint64_t>(bits / 8);
 }
 
-WriteBufferPool::WriteBufferPool(size_t chunkBytes, size_t chunkCount) {
-  chunkBytes_ = std::max(kAlign, (chunkBytes + kAlign - 1) / kAlign * kAlign);
-  chunkCount = std::max<size_t>(chunkCount, 2);
-  for (size_t i = 0; i < chunkCount; ++i) {
-    void* p = nullptr;
-    if (::posix_memalign(&p, size_t{2} << 20, chunkBytes_) != 0)
-      fail(ErrorKind::Internal, "write buffer pool: out of memory");
-    ::madvise(p, chunkBytes_, MADV_HUGEPAGE);  // first touch is cheaper with huge pages here
-    buffers_.push_back(static_cast<uint8_t*>(p));
-  }
-}
-
-WriteBufferPool::~WriteBufferPool() {
-  for (uint8_t* p : buffers_) std::free(p);
+WriteBufferPool::WriteBufferPool(size_t chunkBytes, size_t chunkCount) try
+    : chunks_(chunkBytes, std::max<size_t>(chunkCount, 2)) {
+} catch (const std::bad_alloc&) {
+  fail(ErrorKind::Internal, "write buffer pool: out of memory");
 }
 
 struct SafetensorsWriter::Pipeline {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "k3/format/dtype.h"
+#include "k3/io/aligned_buffers.h"
 #include "k3/io/phase_time.h"
 
 namespace k3 {
@@ -40,19 +41,16 @@ struct TensorSpec {
 // slow on this VM, so they are allocated once per run).
 class WriteBufferPool {
  public:
-  static constexpr size_t kAlign = 4096;
+  static constexpr size_t kAlign = AlignedBuffers::kAlign;
+  // At least 2 chunks; out of memory is an Internal error.
   WriteBufferPool(size_t chunkBytes = size_t{8} << 20, size_t chunkCount = 8);
-  ~WriteBufferPool();
-  WriteBufferPool(const WriteBufferPool&) = delete;
-  WriteBufferPool& operator=(const WriteBufferPool&) = delete;
-  size_t chunkBytes() const { return chunkBytes_; }
-  size_t chunkCount() const { return buffers_.size(); }
-  uint8_t* buffer(size_t i) const { return buffers_[i]; }
-  size_t totalBytes() const { return chunkBytes_ * buffers_.size(); }
+  size_t chunkBytes() const { return chunks_.bytesEach(); }
+  size_t chunkCount() const { return chunks_.count(); }
+  uint8_t* buffer(size_t i) const { return chunks_.at(i); }
+  size_t totalBytes() const { return chunkBytes() * chunkCount(); }
 
  private:
-  size_t chunkBytes_;
-  std::vector<uint8_t*> buffers_;
+  AlignedBuffers chunks_;
 };
 
 // Where a writer's time goes (--json phase breakdowns): each stage summed

@@ -1,14 +1,11 @@
 #include "k3/io/planned_reader.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
-#include <new>
 
 #include "k3/io/error.h"
 #include "k3/io/file_io.h"
@@ -32,21 +29,8 @@ constexpr uint64_t kAdviseWindow = uint64_t{96} << 20;
 }  // namespace
 
 PlannedReadBuffers::PlannedReadBuffers(size_t blockBytes, size_t depth)
-    : blockBytes_(std::max<size_t>(kAlign, alignUp(blockBytes))), slots_(std::max<size_t>(depth, 1) + 1, nullptr) {
-  for (auto& s : slots_) {
-    void* p = nullptr;
-    if (::posix_memalign(&p, size_t{2} << 20, slotBytes()) != 0) {
-      for (auto* q : slots_) std::free(q);
-      throw std::bad_alloc();
-    }
-    ::madvise(p, slotBytes(), MADV_HUGEPAGE);
-    s = static_cast<uint8_t*>(p);
-  }
-}
-
-PlannedReadBuffers::~PlannedReadBuffers() {
-  for (auto* s : slots_) std::free(s);
-}
+    : blockBytes_(std::max<size_t>(kAlign, alignUp(blockBytes))),
+      slots_(blockBytes_ + 2 * kAlign, std::max<size_t>(depth, 1) + 1) {}
 
 PlannedReader::PlannedReader(int fd, std::string path, uint64_t size, std::vector<ByteRange> ranges,
                              bool direct, PlannedReadBuffers& buffers, PlannedReadPhases* phases)

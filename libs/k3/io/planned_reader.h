@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "k3/io/aligned_buffers.h"
 #include "k3/io/phase_time.h"
 
 namespace k3 {
@@ -34,23 +35,20 @@ struct ByteRange {
   uint64_t length = 0;
 };
 
-// The aligned request buffers of a PlannedReader, allocated once and reused
-// for every file (first touch of fresh memory is slow on these VMs).
+// The request ring of a PlannedReader: depth + 1 aligned slots of a
+// request plus the 4 KiB it may start early and end late, allocated once
+// and reused for every file.
 class PlannedReadBuffers {
  public:
-  static constexpr size_t kAlign = 4096;
+  static constexpr size_t kAlign = AlignedBuffers::kAlign;
   PlannedReadBuffers(size_t blockBytes, size_t depth);
-  ~PlannedReadBuffers();
-  PlannedReadBuffers(const PlannedReadBuffers&) = delete;
-  PlannedReadBuffers& operator=(const PlannedReadBuffers&) = delete;
-  size_t blockBytes() const { return blockBytes_; }  // most bytes of one request
-  size_t depth() const { return slots_.size() - 1; }  // requests in flight
-  uint8_t* slot(size_t i) const { return slots_[i]; }
-  size_t slotBytes() const { return blockBytes_ + 2 * kAlign; }
+  size_t blockBytes() const { return blockBytes_; }   // most bytes of one request
+  size_t depth() const { return slots_.count() - 1; }  // requests in flight
+  uint8_t* slot(size_t i) const { return slots_.at(i); }
 
  private:
   size_t blockBytes_;
-  std::vector<uint8_t*> slots_;
+  AlignedBuffers slots_;
 };
 
 struct PlannedReadPhases {

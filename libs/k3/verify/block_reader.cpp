@@ -1,13 +1,10 @@
 #include "k3/verify/block_reader.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
-#include <new>
 #include <utility>
 
 #include "k3/io/error.h"
@@ -15,24 +12,8 @@
 
 namespace k3::verify {
 
-ReadBuffers::ReadBuffers(size_t blockBytes, size_t depth)
-    : blockBytes_((blockBytes + 4095) / 4096 * 4096), data_(depth < 2 ? 2 : depth, nullptr) {
-  for (auto& d : data_) {
-    d = static_cast<uint8_t*>(std::aligned_alloc(size_t{2} << 20, blockBytes_));
-    if (!d) {
-      for (auto* x : data_) std::free(x);
-      throw std::bad_alloc();
-    }
-    ::madvise(d, blockBytes_, MADV_HUGEPAGE);
-  }
-}
-
-ReadBuffers::~ReadBuffers() {
-  for (auto* d : data_) std::free(d);
-}
-
-BlockReader::BlockReader(const std::string& path, bool direct, ReadBuffers& buffers)
-    : path_(path), blockBytes_(buffers.blockBytes()), slots_(buffers.depth()) {
+BlockReader::BlockReader(const std::string& path, bool direct, AlignedBuffers& buffers)
+    : path_(path), blockBytes_(buffers.bytesEach()), slots_(buffers.count()) {
   InputFile in = openInputFile(path, kShardInput);  // regular files only (a FIFO would block)
   fd_ = std::exchange(in.fd.fd, -1);
   // O_DIRECT set on the checked descriptor; a file system without it stays buffered.

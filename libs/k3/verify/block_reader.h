@@ -14,24 +14,9 @@
 #include <thread>
 #include <vector>
 
+#include "k3/io/aligned_buffers.h"
+
 namespace k3::verify {
-
-// Aligned block buffers, allocated once per thread and reused for every file
-// (first touch of fresh memory is slow on these VMs).
-class ReadBuffers {
- public:
-  ReadBuffers(size_t blockBytes, size_t depth);
-  ~ReadBuffers();
-  ReadBuffers(const ReadBuffers&) = delete;
-  ReadBuffers& operator=(const ReadBuffers&) = delete;
-  size_t blockBytes() const { return blockBytes_; }
-  size_t depth() const { return data_.size(); }
-  uint8_t* at(size_t i) const { return data_[i]; }
-
- private:
-  size_t blockBytes_;
-  std::vector<uint8_t*> data_;
-};
 
 class BlockReader {
  public:
@@ -41,9 +26,10 @@ class BlockReader {
     uint64_t offset = 0;
   };
 
-  // Throws k3::Error(Io) if the file cannot be opened. `buffers` must
-  // outlive the reader and not be shared with another live reader.
-  BlockReader(const std::string& path, bool direct, ReadBuffers& buffers);
+  // Throws k3::Error(Io) if the file cannot be opened. `buffers` (at least
+  // 2, one block each) must outlive the reader and not be shared with
+  // another live reader.
+  BlockReader(const std::string& path, bool direct, AlignedBuffers& buffers);
   ~BlockReader();
   BlockReader(const BlockReader&) = delete;
   BlockReader& operator=(const BlockReader&) = delete;

@@ -108,7 +108,7 @@ uint64_t hashContainer(const ContainerFacts& facts, const HashOptions& opts, Ver
   }
   std::mutex mu;
   std::atomic<uint64_t> bytesRead{0};
-  runJobs(weights, opts, [&](size_t j, ReadBuffers& buffers) {
+  runJobs(weights, opts, [&](size_t j, AlignedBuffers& buffers) {
     const ShardJob& job = jobs[j];
     const std::string& file = job.shard->file;
     std::vector<Problem> found;
@@ -305,8 +305,8 @@ uint64_t hashSource(const std::string& srcDir, const SourceIndex& source, const 
   }
   std::mutex mu;
   std::atomic<uint64_t> bytesRead{0};
-  runJobs(weights, opts, [&](size_t r, ReadBuffers& buffers) {
-    const size_t bufSize = buffers.blockBytes();
+  runJobs(weights, opts, [&](size_t r, AlignedBuffers& buffers) {
+    const size_t bufSize = buffers.bytesEach();
     uint8_t* const buf = buffers.at(0);
     std::vector<Problem> found;
     const std::string& file = files[jobs[runs[r].front()].shard];

@@ -31,7 +31,7 @@ void runJobs(const std::vector<uint64_t>& weights, const HashOptions& opts, Job&
   std::atomic<size_t> next{0};
   ThreadPool pool(jobThreadCount(opts, order.size()));
   pool.run([&](size_t, size_t) {
-    ReadBuffers buffers(opts.blockBytes, 3);
+    AlignedBuffers buffers(opts.blockBytes, 3);
     for (size_t k; (k = next.fetch_add(1)) < order.size();) job(order[k], buffers);
   });
 }

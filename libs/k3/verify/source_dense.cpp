@@ -66,7 +66,7 @@ size_t firstDifference(const uint8_t* a, const uint8_t* b, size_t n) {
 
 class DenseComparer {
  public:
-  DenseComparer(const DenseJob& job, ReadBuffers& buffers)
+  DenseComparer(const DenseJob& job, AlignedBuffers& buffers)
       : job_(job),
         buffers_(buffers),
         dst_(openInputFile(job.shard->path, kShardInput)),
@@ -88,7 +88,7 @@ class DenseComparer {
     uint8_t* a = buffers_.at(0);
     uint8_t* b = buffers_.at(1);
     for (uint64_t off = 0; off < n;) {
-      const size_t len = static_cast<size_t>(std::min<uint64_t>(buffers_.blockBytes(), n - off));
+      const size_t len = static_cast<size_t>(std::min<uint64_t>(buffers_.bytesEach(), n - off));
       readExact(dst_, a, len, base + off);
       readExact(src_, b, len, job_.source->begin + off);
       const size_t d = firstDifference(a, b, len);
@@ -103,7 +103,7 @@ class DenseComparer {
     const size_t cols = static_cast<size_t>(job_.cols), rows = static_cast<size_t>(job_.rows);
     const size_t qRow = int4 ? cols / 2 : cols, sRow = int4 ? cols / 64 : 1;
     // Row blocks of about one read buffer, no larger than the tensor (buffers are per tensor).
-    const size_t block = std::min(rows, std::max<size_t>(1, buffers_.blockBytes() / (cols * 2)));
+    const size_t block = std::min(rows, std::max<size_t>(1, buffers_.bytesEach() / (cols * 2)));
     std::vector<uint16_t> bf16(block * cols);
     std::vector<float> f32(block * cols), scales(block * sRow), haveScales(block * sRow);
     std::vector<uint8_t> q(block * qRow), have(block * qRow);
@@ -128,7 +128,7 @@ class DenseComparer {
   }
 
   const DenseJob& job_;
-  ReadBuffers& buffers_;
+  AlignedBuffers& buffers_;
   InputFile dst_, src_;
   uint64_t read_ = 0;
 };
@@ -168,7 +168,7 @@ uint64_t compareDenseWithSource(const SourceIndex& source, const ContainerFacts&
   }
   std::mutex mu;
   std::atomic<uint64_t> bytesRead{0};
-  runJobs(weights, opts, [&](size_t j, ReadBuffers& buffers) {
+  runJobs(weights, opts, [&](size_t j, AlignedBuffers& buffers) {
     const DenseJob& job = jobs[j];
     std::string what;
     ProblemKind kind = ProblemKind::Source;
