@@ -204,10 +204,13 @@ TEST(PageCache, ReadModeParsesAndAutoFollowsTheCache) {
   // Just written: in the cache. Dropped with fadvise after a sync: not.
   EXPECT_GT(k3::pageCacheFraction(path), 0.9);
   EXPECT_FALSE(k3::readsDirect(k3::ReadMode::Auto, f.fd.fd, f.size));
+  EXPECT_FALSE(k3::readsDirect(k3::ReadMode::Auto, path));
   ::fdatasync(f.fd.fd);
   ::posix_fadvise(f.fd.fd, 0, 0, POSIX_FADV_DONTNEED);
   EXPECT_LT(k3::pageCacheFraction(f.fd.fd, f.size), 0.1);
   EXPECT_TRUE(k3::readsDirect(k3::ReadMode::Auto, f.fd.fd, f.size));
+  EXPECT_TRUE(k3::readsDirect(k3::ReadMode::Auto, path));
+  EXPECT_FALSE(k3::readsDirect(k3::ReadMode::Buffered, path));
   EXPECT_TRUE(k3::readsDirect(k3::ReadMode::Direct, f.fd.fd, f.size));
   EXPECT_FALSE(k3::readsDirect(k3::ReadMode::Buffered, f.fd.fd, f.size));
 }

@@ -44,9 +44,18 @@ double pageCacheFraction(const std::string& path) {
   return pageCacheFraction(f.fd.fd, f.size);
 }
 
+namespace {
+constexpr double kMostlyCached = 0.5;
+}  // namespace
+
 bool readsDirect(ReadMode mode, int fd, uint64_t size) {
   if (mode != ReadMode::Auto) return mode == ReadMode::Direct;
-  return pageCacheFraction(fd, size) < 0.5;
+  return pageCacheFraction(fd, size) < kMostlyCached;
+}
+
+bool readsDirect(ReadMode mode, const std::string& path) {
+  if (mode != ReadMode::Auto) return mode == ReadMode::Direct;
+  return pageCacheFraction(path) < kMostlyCached;
 }
 
 }  // namespace k3

@@ -23,7 +23,8 @@ ReadMode parseReadMode(const std::string& text, const char* flag = "--io");
 double pageCacheFraction(int fd, uint64_t size);
 double pageCacheFraction(const std::string& path);
 
-// Auto resolved for one open file: Direct when less than half of it is cached.
+// Auto resolved for one file: Direct when less than half of it is cached.
 bool readsDirect(ReadMode mode, int fd, uint64_t size);
+bool readsDirect(ReadMode mode, const std::string& path);
 
 }  // namespace k3

@@ -113,9 +113,7 @@ uint64_t hashContainer(const ContainerFacts& facts, const HashOptions& opts, Ver
     const std::string& file = job.shard->file;
     std::vector<Problem> found;
     try {
-      const bool direct = opts.io == ReadMode::Direct ||
-                          (opts.io == ReadMode::Auto && pageCacheFraction(job.shard->path) < 0.5);
-      BlockReader reader(job.shard->path, direct, buffers);
+      BlockReader reader(job.shard->path, readsDirect(opts.io, job.shard->path), buffers);
       Digest whole;
       std::vector<ExpertRange> ranges;
       ranges.reserve(job.experts.size());
