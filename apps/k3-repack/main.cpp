@@ -76,9 +76,8 @@ int main(int argc, char** argv) {
   return k3app::runReportingErrors(errors, [&] {
     k3app::applyIsaChoice(isa);
     opt.converter.sourceIo = k3::parseReadMode(io);
-    opt.converter.threads = threadsOpt->count() ? k3::checkThreadCount(threads)
-                                                : std::max(1u, std::thread::hardware_concurrency());
     const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+    opt.converter.threads = threadsOpt->count() ? k3::checkThreadCount(threads) : cores;
     opt.jobs = jobsOpt->count() ? k3::checkThreadCount(jobs, "--jobs") : std::min<size_t>(cores, 4);
     if (!shards.empty()) opt.shards = k3::convert::parseShardList(shards);
     if (!spread.empty()) opt.spread = k3::parseSpreadDirs(spread);

@@ -5,15 +5,15 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <atomic>
+#include <chrono>
 #include <climits>
+#include <cstdlib>
 #include <exception>
 #include <mutex>
-#include <thread>
-#include <cstdlib>
 #include <optional>
 #include <set>
+#include <thread>
 #include <unordered_set>
 #include <vector>
 
@@ -30,6 +30,7 @@
 #include "k3/io/phase_time.h"
 #include "k3/io/process_memory.h"
 #include "k3/io/sha256.h"
+#include "k3/io/thread_pool.h"
 #include "k3/tok/added_tokens.h"
 #include "k3/tok/vocab.h"
 
@@ -358,17 +359,19 @@ void bindRoots(const std::vector<std::string>& rootDirs, const ExpertManifest& r
   }
 }
 
+// The human log line and the crash tests' event hook, both optional.
+void logLine(const RepackOptions& opt, const std::string& s) {
+  if (opt.log) opt.log(s);
+}
+void tickEvent(const RepackOptions& opt) {
+  if (opt.converter.tick) opt.converter.tick();
+}
+
 // Converts one selected shard's parts still to do with `conv`, publishing
 // each part and then its fragment. `mu` guards `sum`.
 void convertShard(const Snapshot& snap, const RepackOptions& opt, const ExpertManifest& run,
                   const SpreadRoots& roots, const ShardTodo& t, ShardConverter& conv, ProgressMeter& progress,
                   PhaseTime& planTime, PhaseTime& manifestTime, std::mutex& mu, RepackSummary& sum) {
-  auto log = [&](const std::string& s) {
-    if (opt.log) opt.log(s);
-  };
-  auto tick = [&] {
-    if (opt.converter.tick) opt.converter.tick();
-  };
   std::optional<PhaseScope> replanning(&planTime);
   std::vector<ShardPlan> parts = planShardParts(snap, *t.shard, sum.bits, roots.count());
   replanning.reset();
@@ -377,16 +380,16 @@ void convertShard(const Snapshot& snap, const RepackOptions& opt, const ExpertMa
     progress.setLabel(p.outputFile);
     ManifestShard ms = conv.convert(p, roots.dirs[static_cast<size_t>(p.root)], progress);
     ms.root = p.root;
-    tick();  // shard published, fragment not yet
+    tickEvent(opt);  // shard published, fragment not yet
     std::optional<PhaseScope> saving(&manifestTime);
     ExpertManifest frag = run;
     frag.shards.push_back(std::move(ms));
     frag.save(fragmentPath(opt.dst, p.outputFile));
     saving.reset();
-    tick();
+    tickEvent(opt);
     const uint64_t edges = conv.lastStats().scaleEdgeBytes;
     if (edges)
-      log(cat("k3-repack: warning: ", p.outputFile, ": ", edges,
+      logLine(opt, cat("k3-repack: warning: ", p.outputFile, ": ", edges,
               " expert scale bytes are 0 or 255 (engines decode these differently, spec 4)"));
     const std::lock_guard<std::mutex> lk(mu);
     sum.bytesRead += p.sourceBytes;
@@ -410,7 +413,8 @@ void convertAll(const Snapshot& snap, const RepackOptions& opt, const ExpertMani
   std::atomic<bool> stop{false};
   std::mutex mu;
   std::exception_ptr error;
-  auto work = [&] {
+  ThreadPool pool(jobs);
+  pool.run([&](size_t, size_t) {
     try {
       ConverterOptions co = opt.converter;
       co.phases = &phases;
@@ -424,17 +428,7 @@ void convertAll(const Snapshot& snap, const RepackOptions& opt, const ExpertMani
       if (!error) error = std::current_exception();
       stop = true;
     }
-  };
-  std::vector<std::thread> others;
-  try {
-    for (size_t j = 1; j < jobs; ++j) others.emplace_back(work);
-  } catch (...) {
-    stop = true;
-    for (auto& th : others) th.join();
-    throw;
-  }
-  work();
-  for (auto& th : others) th.join();
+  });
   if (error) std::rethrow_exception(error);
 }
 
@@ -471,12 +465,6 @@ std::vector<int> parseShardList(const std::string& list) {
 
 RepackSummary repack(const RepackOptions& opt) {
   auto t0 = std::chrono::steady_clock::now();
-  auto log = [&](const std::string& s) {
-    if (opt.log) opt.log(s);
-  };
-  auto tick = [&] {
-    if (opt.converter.tick) opt.converter.tick();
-  };
   RepackSummary sum;
   sum.bits = BitSettings::resolve(opt.bits, opt.mlaBits, opt.headBits);
   if (opt.src.empty() || opt.dst.empty()) fail(ErrorKind::Usage, "SRC and DST are required");
@@ -491,7 +479,7 @@ RepackSummary repack(const RepackOptions& opt) {
   validateTokenizerFiles(snap);
   opening.reset();
   if (snap.droppedTensors())
-    log(cat("k3-repack: --drop-unknown: leaving out ", snap.droppedTensors(), " tensors config.json does not imply"));
+    logLine(opt, cat("k3-repack: --drop-unknown: leaving out ", snap.droppedTensors(), " tensors config.json does not imply"));
   const SpreadRoots roots = spreadRoots(opt);
   const ExpertManifest run = runIdentity(snap, sum.bits, roots.recorded);
   sum.textShards = static_cast<int>(snap.textShards().size());
@@ -509,7 +497,7 @@ RepackSummary repack(const RepackOptions& opt) {
   // One writer per DST from here on: a second one fails now, naming this PID.
   const DstLock lock(opt.dst);
   if (lock.previousHolder() > 0)
-    log(cat("k3-repack: taking over the lock of PID ", lock.previousHolder(), " (no longer running)"));
+    logLine(opt, cat("k3-repack: taking over the lock of PID ", lock.previousHolder(), " (no longer running)"));
   makeDir(partsDir(opt.dst));
   bindRoots(roots.dirs, run);
   ProgressMeter progress(total, opt.progress);
@@ -520,9 +508,9 @@ RepackSummary repack(const RepackOptions& opt) {
   }
   std::optional<PhaseScope> finalizing(&manifestTime);
   if (opt.shards.empty() || opt.finalizeOnly) {
-    finalize(snap, sum.bits, run, opt.dst, roots.dirs, tick);
+    finalize(snap, sum.bits, run, opt.dst, roots.dirs, [&] { tickEvent(opt); });
     sum.finalized = true;
-    log(cat("k3-repack: container complete: ", opt.dst, "/", ExpertManifest::kFileName));
+    logLine(opt, cat("k3-repack: container complete: ", opt.dst, "/", ExpertManifest::kFileName));
   } else {
     rebuildIndex(opt.dst, snap.outputShardTotal(), roots.dirs, roots.recorded);
   }
