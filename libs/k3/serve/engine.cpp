@@ -4,10 +4,7 @@
 #include <chrono>
 #include <optional>
 
-#include "k3/model/sampler.h"
-#include "k3/serve/stop_matcher.h"
-#include "k3/tok/chat_output_parser.h"
-#include "k3/tok/utf8_stream.h"
+#include "k3/serve/sequence_decoder.h"
 
 namespace k3::serve {
 
@@ -19,22 +16,6 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 int32_t specialOr(const tok::Tokenizer& tok, const char* name) {
   auto id = tok.specialId(name);
   return id ? static_cast<int32_t>(*id) : -1;
-}
-
-OutputDelta text(OutputDelta::Kind kind, std::string t) {
-  OutputDelta d;
-  d.kind = kind;
-  d.text = std::move(t);
-  return d;
-}
-
-void push(GenerationJob& job, OutputDelta d) {
-  if (d.text.empty() && d.kind != OutputDelta::Kind::ToolCall) return;
-  {
-    std::lock_guard<std::mutex> lock(job.m);
-    job.pending.push_back(std::move(d));
-  }
-  job.cv.notify_all();
 }
 
 }  // namespace
@@ -134,86 +115,19 @@ void Engine::run(GenerationJob& job) {
 
 void Engine::decode(GenerationJob& job) {
   const auto t0 = Clock::now();
-  model::Sampler sampler(job.params.sampling, session_.vocabSize());
-  const size_t room = ctx_ > job.prompt.size() ? ctx_ - job.prompt.size() : 0;
-  const size_t maxTokens = std::min(job.params.maxTokens, room);
-  // Chat output goes through the XTML output parser (channels, tool calls);
-  // text output straight to the UTF-8 holdback. Content passes the stop matcher.
-  std::optional<tok::ChatOutputParser> parser;
-  if (job.mode == GenerationJob::Mode::Chat) parser.emplace(tok_, job.tools, job.thinking, job.callIdPrefix);
-  std::vector<tok::ChatOutputEvent> events;
-  tok::Utf8Holdback rawText;
-  StopMatcher stop(job.params.stop);
-  std::string finish = "length";
-  bool calls = false;
-  // Turns parser events into deltas; false once generation must end.
-  auto deliver = [&]() {
-    for (auto& e : events) {
-      switch (e.kind) {
-        case tok::ChatOutputEvent::Kind::Reasoning: push(job, text(OutputDelta::Kind::Reasoning, std::move(e.text))); break;
-        case tok::ChatOutputEvent::Kind::Content:
-          push(job, text(OutputDelta::Kind::Content, stop.push(e.text)));
-          if (stop.stopped()) finish = "stop";
-          break;
-        case tok::ChatOutputEvent::Kind::ToolCall: {
-          OutputDelta d;
-          d.kind = OutputDelta::Kind::ToolCall;
-          d.toolIndex = e.index - 1;  // OpenAI counts from 0, the XTML index from 1
-          d.toolId = e.call.id;
-          d.toolName = e.call.name;
-          d.text = e.call.arguments;
-          push(job, std::move(d));
-          calls = true;
-          break;
-        }
-        case tok::ChatOutputEvent::Kind::Done: finish = calls ? "tool_calls" : "stop"; break;
-        case tok::ChatOutputEvent::Kind::Malformed:
-          job.malformed = e.error.message();
-          finish = calls ? "tool_calls" : "stop";
-          break;
-      }
-    }
-    events.clear();
-    return finish == "length";
-  };
-  for (size_t i = 0; i < maxTokens; ++i) {
+  SequenceDecoder seq(job, tok_, stopIds_, session_.vocabSize(), ctx_);
+  bool cancelled = false;
+  for (size_t i = 0; i < seq.maxTokens(); ++i) {
     if (job.cancel) {
-      finish = "cancelled";
+      cancelled = true;
       break;
     }
-    const int32_t id = sampler.sample(session_.lastLogits());
-    job.usage.completionTokens += 1;
-    if (parser) {
-      parser->feed(static_cast<uint32_t>(id), events);
-      if (!deliver()) break;
-    }
-    if (std::find(stopIds_.begin(), stopIds_.end(), id) != stopIds_.end()) {
-      finish = calls ? "tool_calls" : "stop";
-      break;
-    }
-    if (!parser) {
-      push(job, text(OutputDelta::Kind::Content, stop.push(rawText.push(tok_.tokenBytes(static_cast<uint32_t>(id))))));
-      if (stop.stopped()) {
-        finish = "stop";
-        break;
-      }
-    }
-    // The last token of the limit is not fed: nobody reads its logits.
-    if (i + 1 < maxTokens) session_.feed({&id, 1});
+    const int32_t id = seq.pick(session_.lastLogits());
+    if (!seq.accept(id)) break;
+    session_.feed({&id, 1});
   }
-  if (finish != "cancelled" && !stop.stopped()) {
-    if (parser) {
-      parser->finish(events);
-      const std::string keep = finish;
-      deliver();
-      finish = keep;
-    } else {
-      push(job, text(OutputDelta::Kind::Content, stop.push(rawText.flush())));
-    }
-    push(job, text(OutputDelta::Kind::Content, stop.flush()));
-  }
+  seq.finish(cancelled);
   job.decodeSeconds = since(t0);
-  job.finishReason = finish;
 }
 
 }  // namespace k3::serve

@@ -1,8 +1,8 @@
 // The engine: one model Session, one worker thread, one generation at a
 // time, fed from a bounded FIFO. A job resumes from the state cache, feeds
 // the rest of its prompt (cancellable between prefill chunks), then samples
-// token by token (cancellable between tokens) through the channel splitter
-// and the stop matcher, pushing deltas to the job as they appear.
+// token by token (cancellable between tokens) through its SequenceDecoder
+// (sampler, output parser, stop matcher), pushing deltas as they appear.
 // Thread-safety: submit(), queueDepth(), stats() and the getters are safe from
 // any thread; the Session and the state cache are touched by the worker thread
 // only.

@@ -1,0 +1,114 @@
+#include "k3/serve/sequence_decoder.h"
+
+#include <algorithm>
+
+namespace k3::serve {
+
+namespace {
+
+OutputDelta text(OutputDelta::Kind kind, std::string t) {
+  OutputDelta d;
+  d.kind = kind;
+  d.text = std::move(t);
+  return d;
+}
+
+void push(GenerationJob& job, OutputDelta d) {
+  if (d.text.empty() && d.kind != OutputDelta::Kind::ToolCall) return;
+  {
+    std::lock_guard<std::mutex> lock(job.m);
+    job.pending.push_back(std::move(d));
+  }
+  job.cv.notify_all();
+}
+
+}  // namespace
+
+SequenceDecoder::SequenceDecoder(GenerationJob& job, const tok::Tokenizer& tok, std::span<const int32_t> stopIds,
+                                 size_t vocabSize, size_t contextSize)
+    : job_(job),
+      tok_(tok),
+      stopIds_(stopIds.begin(), stopIds.end()),
+      sampler_(job.params.sampling, vocabSize),
+      stop_(job.params.stop) {
+  const size_t room = contextSize > job.prompt.size() ? contextSize - job.prompt.size() : 0;
+  maxTokens_ = std::min(job.params.maxTokens, room);
+  // Chat output goes through the XTML output parser (channels, tool calls);
+  // text output straight to the UTF-8 holdback. Content passes the stop matcher.
+  if (job.mode == GenerationJob::Mode::Chat) parser_.emplace(tok_, job.tools, job.thinking, job.callIdPrefix);
+}
+
+int32_t SequenceDecoder::pick(const float* logits) { return sampler_.sample(logits); }
+
+void SequenceDecoder::deliver() {
+  for (auto& e : events_) {
+    switch (e.kind) {
+      case tok::ChatOutputEvent::Kind::Reasoning: push(job_, text(OutputDelta::Kind::Reasoning, std::move(e.text))); break;
+      case tok::ChatOutputEvent::Kind::Content:
+        push(job_, text(OutputDelta::Kind::Content, stop_.push(e.text)));
+        if (stop_.stopped()) finish_ = "stop";
+        break;
+      case tok::ChatOutputEvent::Kind::ToolCall: {
+        OutputDelta d;
+        d.kind = OutputDelta::Kind::ToolCall;
+        d.toolIndex = e.index - 1;  // OpenAI counts from 0, the XTML index from 1
+        d.toolId = e.call.id;
+        d.toolName = e.call.name;
+        d.text = e.call.arguments;
+        push(job_, std::move(d));
+        calls_ = true;
+        break;
+      }
+      case tok::ChatOutputEvent::Kind::Done: finish_ = calls_ ? "tool_calls" : "stop"; break;
+      case tok::ChatOutputEvent::Kind::Malformed:
+        job_.malformed = e.error.message();
+        finish_ = calls_ ? "tool_calls" : "stop";
+        break;
+    }
+  }
+  events_.clear();
+}
+
+bool SequenceDecoder::accept(int32_t id) {
+  produced_ += 1;
+  job_.usage.completionTokens += 1;
+  if (parser_) {
+    parser_->feed(static_cast<uint32_t>(id), events_);
+    deliver();
+    if (finish_ != "length") return false;
+  }
+  if (std::find(stopIds_.begin(), stopIds_.end(), id) != stopIds_.end()) {
+    finish_ = calls_ ? "tool_calls" : "stop";
+    return false;
+  }
+  if (!parser_) {
+    push(job_, text(OutputDelta::Kind::Content, stop_.push(rawText_.push(tok_.tokenBytes(static_cast<uint32_t>(id))))));
+    if (stop_.stopped()) {
+      finish_ = "stop";
+      return false;
+    }
+  }
+  // The last token of the limit is not fed: nobody reads its logits.
+  return produced_ < maxTokens_;
+}
+
+void SequenceDecoder::finish(bool cancelled) {
+  if (cancelled) {
+    job_.finishReason = "cancelled";
+    return;
+  }
+  if (!stop_.stopped()) {
+    if (parser_) {
+      parser_->finish(events_);
+      const std::string keep = finish_;
+      deliver();
+      finish_ = keep;
+    } else {
+      push(job_, text(OutputDelta::Kind::Content, stop_.push(rawText_.flush())));
+    }
+    push(job_, text(OutputDelta::Kind::Content, stop_.flush()));
+  }
+  job_.finishReason = finish_;
+}
+
+}  // namespace k3::serve
