@@ -18,16 +18,16 @@ export function modelDir() {
   return tinyContainer("tiny-b8");
 }
 
-// The tiny synthetic snapshot, edited in place by editSnapshot(srcDir) if
-// given, repacked to int8 under TMP/serve/NAME once (concurrent builders: the
-// first rename wins).
-export function tinyContainer(name, editSnapshot = () => {}) {
+// The tiny (or `preset`) synthetic snapshot, edited in place by
+// editSnapshot(srcDir) if given, repacked to int8 under TMP/serve/NAME once
+// (concurrent builders: the first rename wins).
+export function tinyContainer(name, editSnapshot = () => {}, preset = "tiny") {
   const dst = path.join(TMP, "serve", name);
   if (fs.existsSync(path.join(dst, "k3-manifest.json"))) return dst;
   fs.mkdirSync(path.dirname(dst), { recursive: true });
   const work = `${dst}.tmp-${process.pid}`;
   fs.rmSync(work, { recursive: true, force: true });
-  execFileSync("/usr/bin/python3", [path.join(SOURCE_DIR, "scripts/k3_synth.py"), "--preset", "tiny", "--seed", "1",
+  execFileSync("/usr/bin/python3", [path.join(SOURCE_DIR, "scripts/k3_synth.py"), "--preset", preset, "--seed", "1",
     "--out", `${work}/src`], { stdio: "inherit" });
   editSnapshot(`${work}/src`);
   execFileSync(path.join(BIN_DIR, "k3-repack"), [`${work}/src`, `${work}/c`, "--bits", "8"], { stdio: "inherit" });

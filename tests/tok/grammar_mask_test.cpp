@@ -76,6 +76,7 @@ std::vector<uint32_t> randomDecode(const std::shared_ptr<const Grammar>& g, uint
   std::vector<float> logits(trie.vocabSize());
   std::vector<uint32_t> ids;
   while (ids.size() < limit) {
+    mask.setBudget(limit - ids.size());
     for (float& l : logits) l = noise(rng);
     if (!mask.apply(logits.data(), logits.size())) break;
     uint32_t best = 0;
@@ -124,6 +125,32 @@ TEST(GrammarMask, RandomDecodingOfANamedStrictCallAlwaysParses) {
       EXPECT_TRUE(when->isNull() || (when->kind == JsonValue::Kind::Array && when->items.size() <= 2));
     }
     EXPECT_EQ(calls, 1);
+  }
+}
+
+// json_object allows unbounded nesting and strings; under a token budget the
+// mask still closes every answer in time, whatever the picks.
+TEST(GrammarMask, ABudgetClosesAnyObjectInTime) {
+  const ChatRequest req = request(R"({"messages":[{"role":"user","content":"x"}],"chat_template_kwargs":{"thinking":false},
+    "response_format":{"type":"json_object"}})");
+  auto g = chatOutputGrammar(req);
+  ASSERT_TRUE(g);
+  // "{}", <|close|> "response" <|sep|>, <|close|> "message" <|sep|> <|end_of_msg|>: a symbol per byte
+  EXPECT_EQ(GrammarMatcher(g).minToComplete(), 2u + (1 + 8 + 1) + (1 + 7 + 1 + 1));
+  for (uint32_t seed = 1; seed <= 4; ++seed) {
+    const size_t limit = 20 + 10 * seed;
+    const std::vector<uint32_t> ids = randomDecode(g, seed, limit);
+    ASSERT_LE(ids.size(), limit);
+    ChatOutputParser parser(k3test::kimiTokenizer(), req.tools, false);
+    std::vector<ChatOutputEvent> events;
+    for (uint32_t id : ids) parser.feed(id, events);
+    ASSERT_TRUE(parser.done()) << "seed " << seed;
+    std::string content;
+    for (const auto& e : events)
+      if (e.kind == ChatOutputEvent::Kind::Content) content += e.text;
+    JsonValue v;
+    ASSERT_TRUE(tryParseJson(content, v)) << content;
+    EXPECT_TRUE(v.isObject()) << content;
   }
 }
 

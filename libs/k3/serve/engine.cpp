@@ -76,6 +76,10 @@ void Engine::work() {
       stats_.generatedTokens += job->usage.completionTokens;
       stats_.prefillSeconds += job->prefillSeconds;
       stats_.decodeSeconds += job->decodeSeconds;
+      stats_.constrained += job->grammar ? 1 : 0;
+      stats_.maskedTokens += job->maskedTokens;
+      stats_.maskSeconds += job->maskSeconds;
+      stats_.mistypedArguments += job->mistypedArguments;
       if (job->finishReason == "cancelled") stats_.cancelled += 1;
       stats_.residency = session_.residency().stats();
       stats_.expertsKeptPerTokenLayer = session_.expertsKeptPerTokenLayer();
@@ -115,7 +119,8 @@ void Engine::run(GenerationJob& job) {
 
 void Engine::decode(GenerationJob& job) {
   const auto t0 = Clock::now();
-  SequenceDecoder seq(job, tok_, stopIds_, session_.vocabSize(), ctx_);
+  if (job.grammar && !grammarVocab_) grammarVocab_ = std::make_unique<tok::GrammarVocab>(tok_);
+  SequenceDecoder seq(job, tok_, stopIds_, session_.vocabSize(), ctx_, grammarVocab_.get());
   bool cancelled = false;
   for (size_t i = 0; i < seq.maxTokens(); ++i) {
     if (job.cancel) {

@@ -20,6 +20,7 @@
 #include "k3/serve/generation_job.h"
 #include "k3/serve/request_queue.h"
 #include "k3/serve/state_cache.h"
+#include "k3/tok/grammar_vocab.h"
 #include "k3/tok/tokenizer.h"
 
 namespace k3::serve {
@@ -32,6 +33,8 @@ struct EngineOptions {
 struct EngineStats {
   uint64_t promptTokens = 0, cachedTokens = 0, generatedTokens = 0, jobs = 0, cancelled = 0;
   double prefillSeconds = 0, decodeSeconds = 0;
+  uint64_t constrained = 0, maskedTokens = 0, mistypedArguments = 0;  // grammar-constrained generations; their masked tokens
+  double maskSeconds = 0;
   double expertsKeptPerTokenLayer = 0;  // top-k unless --expert-top-p drops some
   model::ResidencyStats residency;
   StateCacheStats cache;
@@ -66,6 +69,7 @@ class Engine {
   std::optional<int64_t> bos_;
   const tok::Tokenizer& tok_;
   model::Session session_;
+  std::unique_ptr<tok::GrammarVocab> grammarVocab_;  // built by the first constrained job (worker only)
   StateCache cache_;
   bool liveLogitsCurrent_ = false;
   std::vector<int32_t> stopIds_;

@@ -1,6 +1,7 @@
 #include "k3/serve/sequence_decoder.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace k3::serve {
 
@@ -25,12 +26,14 @@ void push(GenerationJob& job, OutputDelta d) {
 }  // namespace
 
 SequenceDecoder::SequenceDecoder(GenerationJob& job, const tok::Tokenizer& tok, std::span<const int32_t> stopIds,
-                                 size_t vocabSize, size_t contextSize)
+                                 size_t vocabSize, size_t contextSize, const tok::GrammarVocab* grammarVocab)
     : job_(job),
       tok_(tok),
       stopIds_(stopIds.begin(), stopIds.end()),
       sampler_(job.params.sampling, vocabSize),
+      vocabSize_(vocabSize),
       stop_(job.params.stop) {
+  if (job.grammar && grammarVocab) mask_.emplace(*grammarVocab, job.grammar);
   const size_t room = contextSize > job.prompt.size() ? contextSize - job.prompt.size() : 0;
   maxTokens_ = std::min(job.params.maxTokens, room);
   // Chat output goes through the XTML output parser (channels, tool calls);
@@ -38,7 +41,23 @@ SequenceDecoder::SequenceDecoder(GenerationJob& job, const tok::Tokenizer& tok, 
   if (job.mode == GenerationJob::Mode::Chat) parser_.emplace(tok_, job.tools, job.thinking, job.callIdPrefix);
 }
 
-int32_t SequenceDecoder::pick(const float* logits) { return sampler_.sample(logits); }
+int32_t SequenceDecoder::pick(const float* logits) {
+  if (!mask_) return sampler_.sample(logits);
+  // The grammar mask: ids that would leave the grammar get -inf.
+  const auto t0 = std::chrono::steady_clock::now();
+  masked_.assign(logits, logits + vocabSize_);
+  mask_->setBudget(maxTokens_ - produced_);  // the answer must close within the tokens left
+  const bool any = mask_->apply(masked_.data(), masked_.size());
+  job_.maskSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  job_.maskedTokens += 1;
+  // Nothing fits: the room left is below the shortest completion (the prompt
+  // left less than max_tokens). Never sample outside the grammar: end, cut.
+  if (!any) {
+    grammarCut_ = true;
+    return stopIds_.empty() ? 0 : stopIds_.back();
+  }
+  return sampler_.sample(masked_.data());
+}
 
 void SequenceDecoder::deliver() {
   for (auto& e : events_) {
@@ -55,6 +74,7 @@ void SequenceDecoder::deliver() {
         d.toolId = e.call.id;
         d.toolName = e.call.name;
         d.text = e.call.arguments;
+        job_.mistypedArguments += e.mistyped;
         push(job_, std::move(d));
         calls_ = true;
         break;
@@ -70,7 +90,9 @@ void SequenceDecoder::deliver() {
 }
 
 bool SequenceDecoder::accept(int32_t id) {
+  if (grammarCut_) return false;  // finish_ stays "length"
   produced_ += 1;
+  if (mask_) mask_->accept(static_cast<uint32_t>(id));
   job_.usage.completionTokens += 1;
   if (parser_) {
     parser_->feed(static_cast<uint32_t>(id), events_);

@@ -5,7 +5,7 @@
 // owns the batch (the engine's scheduler) feeds the accepted token back.
 //
 // The seam between batching and the API contract: everything that reads one
-// sequence's logits (sampler; later bias, penalties, grammar mask, logprobs)
+// sequence's logits (sampler, grammar mask; later bias, penalties, logprobs)
 // lives behind pick(); everything that reads the sampled token behind
 // accept(). A batch of sequences is one SequenceDecoder per row.
 // Thread-safety: one per generation, used from the engine's worker only; it
@@ -23,6 +23,7 @@
 #include "k3/serve/generation_job.h"
 #include "k3/serve/stop_matcher.h"
 #include "k3/tok/chat_output_parser.h"
+#include "k3/tok/grammar_mask.h"
 #include "k3/tok/tokenizer.h"
 #include "k3/tok/utf8_stream.h"
 
@@ -32,8 +33,10 @@ class SequenceDecoder {
  public:
   // contextSize: the session's capacity; max tokens are clamped to the room
   // the prompt leaves.
+  // grammarVocab: the tokenizer's mask tables, needed when the job has a
+  // grammar (its mask then applies in pick(), its matcher advances in accept()).
   SequenceDecoder(GenerationJob& job, const tok::Tokenizer& tok, std::span<const int32_t> stopIds,
-                  size_t vocabSize, size_t contextSize);
+                  size_t vocabSize, size_t contextSize, const tok::GrammarVocab* grammarVocab = nullptr);
 
   // Tokens this generation may still produce (0: nothing to pick).
   size_t maxTokens() const { return maxTokens_; }
@@ -55,6 +58,10 @@ class SequenceDecoder {
   size_t maxTokens_ = 0;
   size_t produced_ = 0;
   model::Sampler sampler_;
+  size_t vocabSize_;
+  std::optional<tok::GrammarMask> mask_;  // the job's grammar
+  std::vector<float> masked_;             // this step's logits under the mask
+  bool grammarCut_ = false;               // no token could complete the grammar in the room left
   std::optional<tok::ChatOutputParser> parser_;
   std::vector<tok::ChatOutputEvent> events_;
   tok::Utf8Holdback rawText_;

@@ -65,7 +65,12 @@ class Grammar {
   uint32_t literal(std::string_view bytes);  // one byte string
   uint32_t leaf(GrammarNode::Kind kind, uint32_t min = 0, uint32_t max = 0);
 
-  void setRoot(uint32_t root) { root_ = root; }
+  // Sets the start node and computes minLength() (call once the nodes are built).
+  void setRoot(uint32_t root);
+  // Symbols in the shortest sentence of node i (kUnbounded: none) and from
+  // trie node t to the nearest end of a literal.
+  uint32_t minLength(uint32_t i) const { return minLen_[i]; }
+  uint32_t trieMinLength(uint32_t t) const { return trieMin_[t]; }
   uint32_t root() const { return root_; }
   const GrammarNode& node(uint32_t i) const { return nodes_[i]; }
   GrammarNode& node(uint32_t i) { return nodes_[i]; }
@@ -76,6 +81,7 @@ class Grammar {
   std::vector<GrammarNode> nodes_;
   std::vector<TrieNode> tries_;
   uint32_t root_ = 0;
+  std::vector<uint32_t> minLen_, trieMin_;
 };
 
 // The symbols of a byte string (for building literals).

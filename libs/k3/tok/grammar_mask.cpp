@@ -25,7 +25,7 @@ bool GrammarMask::walk(const TokenTrie& trie, std::vector<uint8_t>& allowed) {
       continue;
     }
     marks_[d + 1] = matcher_.mark();
-    if (const int32_t id = trie.token(i); id >= 0) {
+    if (const int32_t id = trie.token(i); id >= 0 && (budget_ == SIZE_MAX || matcher_.minToComplete(out) < budget_)) {
       allowed[static_cast<size_t>(id)] = 1;
       any = true;
     }
@@ -41,7 +41,12 @@ bool GrammarMask::compute(std::vector<uint8_t>& allowed) {
   bool any = false;
   bool raw = false;
   uint32_t room = 0;
-  if (matcher_.inFreeText()) {  // any byte string may come next
+  // The shortcuts hold while no plain token can make the completion too
+  // long (they never lengthen it); near the budget every token is walked.
+  const bool roomy = budget_ == SIZE_MAX || matcher_.minToComplete() < budget_;
+  if (!roomy) {
+    any = walk(vocab_.all(), allowed);
+  } else if (matcher_.inFreeText()) {  // any byte string may come next
     std::fill(allowed.begin(), allowed.begin() + static_cast<std::ptrdiff_t>(vocab_.numBase()), 1);
     any = vocab_.numBase() > 0;
   } else if (matcher_.inStringText(raw, room)) {
@@ -59,7 +64,7 @@ bool GrammarMask::compute(std::vector<uint8_t>& allowed) {
   for (const GrammarVocab::Special& s : vocab_.specials()) {
     GrammarState out;
     matcher_.step(states_[0], s.sym, out);
-    if (out.n > 0) {
+    if (out.n > 0 && (budget_ == SIZE_MAX || matcher_.minToComplete(out) < budget_)) {
       allowed[s.id] = 1;
       any = true;
     }

@@ -11,6 +11,7 @@
 // Thread-safety: one per generation; not thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -30,6 +31,10 @@ class GrammarMask {
   // Sets logits[id] = -inf for every id of [0, n) not allowed; false when
   // none is allowed (logits untouched).
   bool apply(float* logits, size_t n);
+  // Tokens the output may still take, this one included (default: no
+  // limit). A token is then allowed only if the grammar can still complete
+  // within the rest, so a constrained answer ends before the limit cuts it.
+  void setBudget(size_t tokens) { budget_ = tokens; }
   // Advances by the chosen token; false (nothing changes) when it may not come next.
   bool accept(uint32_t id);
   // The output so far is a complete sentence of the grammar.
@@ -43,6 +48,7 @@ class GrammarMask {
   std::vector<GrammarState> states_;  // per trie depth
   std::vector<size_t> marks_;         // arena mark per trie depth
   std::vector<uint8_t> allowed_;
+  size_t budget_ = SIZE_MAX;
 };
 
 }  // namespace k3::tok

@@ -1,5 +1,7 @@
 #include "k3/tok/grammar_matcher.h"
 
+#include <algorithm>
+
 namespace k3::tok {
 namespace {
 
@@ -117,6 +119,68 @@ bool GrammarMatcher::inFreeText() const {
   for (uint32_t i = 0; i < cur_.n; ++i)
     if (g_->node(cur_.t[i].node).kind == GrammarNode::Kind::FreeText) return true;
   return false;
+}
+
+uint32_t GrammarMatcher::frameRest(const GrammarFrame& f) const {
+  using Kind = GrammarNode::Kind;
+  const GrammarNode& n = g_->node(f.node);
+  switch (n.kind) {
+    case Kind::Seq: {
+      uint64_t m = 0;
+      for (size_t k = f.a; k < n.kids.size(); ++k) m += g_->minLength(n.kids[k]);
+      return static_cast<uint32_t>(std::min<uint64_t>(m, kUnbounded));
+    }
+    case Kind::Choice: return g_->minLength(f.node);
+    case Kind::Repeat:
+      return f.a >= n.min ? 0 : static_cast<uint32_t>(std::min<uint64_t>(uint64_t{n.min - f.a} * g_->minLength(n.kids[0]), kUnbounded));
+    case Kind::Literal: return g_->trieMinLength(f.a == 0 ? n.trie : f.a - 1);
+    case Kind::Ws:
+    case Kind::FreeText: return 0;
+    case Kind::Number: {
+      static constexpr uint32_t rest[] = {1, 1, 0, 0, 1, 0, 1, 1, 0};  // by number state
+      return f.b < 9 ? rest[f.b] : 0;
+    }
+    case Kind::String:
+    case Kind::RawString: {
+      const bool raw = n.kind == Kind::RawString;
+      const uint32_t need = n.min > f.a ? n.min - f.a : 0;
+      const uint32_t close = raw ? 0 : 1;
+      const uint32_t b = f.b;
+      if (b == kStrClosed) return 0;
+      if (b == kStrOpen) return raw ? need : need + 2;
+      if ((b & 0xFF) == kUtf8) return ((b >> 8) & 0xFF) + need + close;
+      uint32_t pending = 0;  // bytes that end the escape in progress
+      switch (b) {
+        case kStrEscape: pending = 1; break;
+        case kStrHex1: pending = 4; break;
+        case kStrHex2:
+        case kStrHexD: pending = 3; break;
+        case kStrHex3: pending = 2; break;
+        case kStrHex4: pending = 1; break;
+        case kStrHighHex3: pending = 2 + 6; break;
+        case kStrHighHex4: pending = 1 + 6; break;
+        case kStrLowBackslash: pending = 6; break;
+        case kStrLowU: pending = 5; break;
+        case kStrLowD: pending = 4; break;
+        case kStrLowC: pending = 3; break;
+        case kStrLowHex3: pending = 2; break;
+        case kStrLowHex4: pending = 1; break;
+        default: break;
+      }
+      return pending + need + close;
+    }
+  }
+  return 0;
+}
+
+uint32_t GrammarMatcher::minToComplete(const GrammarState& s) const {
+  uint64_t best = kUnbounded;
+  for (uint32_t i = 0; i < s.n; ++i) {
+    uint64_t m = frameRest(s.t[i]);
+    for (uint32_t p = s.t[i].parent; p != kRoot && m < best; p = arena_[p].parent) m += frameRest(arena_[p]);
+    best = std::min(best, m);
+  }
+  return static_cast<uint32_t>(best);
 }
 
 bool GrammarMatcher::inStringText(bool& raw, uint32_t& room) const {

@@ -62,12 +62,18 @@ class GrammarMatcher {
   // control byte (raw: any whole-character text) of at most `room`
   // characters may come next.
   bool inStringText(bool& raw, uint32_t& room) const;
+  // Symbols in the shortest completion of `s` (kUnbounded: none). Every
+  // byte is a token of a byte-level vocabulary and every structure symbol
+  // one token, so this bounds the tokens a completion needs.
+  uint32_t minToComplete(const GrammarState& s) const;
+  uint32_t minToComplete() const { return minToComplete(cur_); }
   size_t mark() const { return arena_.size(); }
   void rollback(size_t mark) { arena_.resize(mark); }
   const Grammar& grammar() const { return *g_; }
 
  private:
   void feedThread(GrammarFrame t, int sym, GrammarState& out, int depth);
+  uint32_t frameRest(const GrammarFrame& f) const;
   uint32_t push(const GrammarFrame& f);
 
   std::shared_ptr<const Grammar> g_;
