@@ -15,7 +15,7 @@ OutputDelta text(OutputDelta::Kind kind, std::string t) {
 }
 
 void push(GenerationJob& job, OutputDelta d) {
-  if (d.text.empty() && d.kind != OutputDelta::Kind::ToolCall) return;
+  if (d.text.empty() && (d.kind == OutputDelta::Kind::Reasoning || d.kind == OutputDelta::Kind::Content)) return;
   {
     std::lock_guard<std::mutex> lock(job.m);
     job.pending.push_back(std::move(d));
@@ -30,10 +30,13 @@ SequenceDecoder::SequenceDecoder(GenerationJob& job, const tok::Tokenizer& tok, 
     : job_(job),
       tok_(tok),
       stopIds_(stopIds.begin(), stopIds.end()),
+      processor_(job.params.processing, vocabSize),
       sampler_(job.params.sampling, vocabSize),
-      vocabSize_(vocabSize),
       stop_(job.params.stop) {
   if (job.grammar && grammarVocab) mask_.emplace(*grammarVocab, job.grammar);
+  if (processor_.active()) processor_.addPrompt(job.prompt);  // the repetition penalty counts the prompt too
+  if (processor_.active() || mask_) adjusted_.resize(vocabSize);
+  if (job.params.logprobs) logprobs_.emplace(vocabSize);
   const size_t room = contextSize > job.prompt.size() ? contextSize - job.prompt.size() : 0;
   maxTokens_ = std::min(job.params.maxTokens, room);
   // Chat output goes through the XTML output parser (channels, tool calls);
@@ -42,21 +45,29 @@ SequenceDecoder::SequenceDecoder(GenerationJob& job, const tok::Tokenizer& tok, 
 }
 
 int32_t SequenceDecoder::pick(const float* logits) {
-  if (!mask_) return sampler_.sample(logits);
-  // The grammar mask: ids that would leave the grammar get -inf.
-  const auto t0 = std::chrono::steady_clock::now();
-  masked_.assign(logits, logits + vocabSize_);
-  mask_->setBudget(maxTokens_ - produced_);  // the answer must close within the tokens left
-  const bool any = mask_->apply(masked_.data(), masked_.size());
-  job_.maskSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  job_.maskedTokens += 1;
-  // Nothing fits: the room left is below the shortest completion (the prompt
-  // left less than max_tokens). Never sample outside the grammar: end, cut.
-  if (!any) {
-    grammarCut_ = true;
-    return stopIds_.empty() ? 0 : stopIds_.back();
+  // Untouched logits go to the sampler as they are: with every option off,
+  // greedy and seeded results are the bare sampler's.
+  if (processor_.active() || mask_) {
+    std::copy(logits, logits + adjusted_.size(), adjusted_.begin());
+    if (processor_.active()) processor_.apply(adjusted_.data());
+    logits = adjusted_.data();
   }
-  return sampler_.sample(masked_.data());
+  if (mask_) {  // the grammar mask, on the copy: ids that would leave the grammar get -inf
+    const auto t0 = std::chrono::steady_clock::now();
+    mask_->setBudget(maxTokens_ - produced_);  // the answer must close within the tokens left
+    const bool any = mask_->apply(adjusted_.data(), adjusted_.size());
+    job_.maskSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    job_.maskedTokens += 1;
+    // Nothing fits: the room left is below the shortest completion (the
+    // prompt left less than max_tokens). Never sample outside the grammar.
+    if (!any) {
+      grammarCut_ = true;
+      return stopIds_.empty() ? 0 : stopIds_.back();
+    }
+  }
+  const int32_t id = sampler_.sample(logits);
+  if (logprobs_) lastLogprob_ = logprobs_->compute(logits, id, job_.params.topLogprobs);
+  return id;
 }
 
 void SequenceDecoder::deliver() {
@@ -82,7 +93,7 @@ void SequenceDecoder::deliver() {
       case tok::ChatOutputEvent::Kind::Done: finish_ = calls_ ? "tool_calls" : "stop"; break;
       case tok::ChatOutputEvent::Kind::Malformed:
         job_.malformed = e.error.message();
-        finish_ = calls_ ? "tool_calls" : "stop";
+        finish_ = "malformed";  // said as such, never "stop" (docs/SERVE.md)
         break;
     }
   }
@@ -94,6 +105,16 @@ bool SequenceDecoder::accept(int32_t id) {
   produced_ += 1;
   if (mask_) mask_->accept(static_cast<uint32_t>(id));
   job_.usage.completionTokens += 1;
+  processor_.addGenerated(id);
+  if (lastLogprob_) {
+    OutputDelta d;
+    d.kind = OutputDelta::Kind::Logprob;
+    d.logprob.token = tok_.tokenBytes(static_cast<uint32_t>(id));
+    d.logprob.logprob = lastLogprob_->logprob;
+    for (const auto& [alt, lp] : lastLogprob_->top) d.logprob.top.emplace_back(tok_.tokenBytes(static_cast<uint32_t>(alt)), lp);
+    lastLogprob_.reset();
+    push(job_, std::move(d));
+  }
   if (parser_) {
     parser_->feed(static_cast<uint32_t>(id), events_);
     deliver();
