@@ -10,7 +10,6 @@
 #include "k3/serve/api_error.h"
 #include "k3/serve/json_body.h"
 #include "k3/tok/chat_request.h"
-#include "k3/tok/grammar_matcher.h"
 #include "k3/tok/grammar_output.h"
 
 namespace k3::serve {
@@ -191,13 +190,6 @@ ChatCompletionRequest parseChatCompletionRequest(std::string_view body, const Re
     // "response_format.json_schema.schema.properties.d.format: keyword 'format' …" -> that param
     const std::string msg = e.what();
     invalidRequest(msg.substr(0, std::min(msg.find(':'), msg.find(' '))), msg);
-  }
-  if (r.grammar) {
-    const uint32_t shortest = tok::GrammarMatcher(r.grammar).minToComplete();
-    if (shortest > r.params.maxTokens)
-      invalidRequest("max_tokens", "'max_tokens' is " + std::to_string(r.params.maxTokens) +
-                                       ", below the shortest answer the requested structure allows (" +
-                                       std::to_string(shortest) + " tokens)");
   }
   return r;
 }

@@ -11,7 +11,7 @@ GrammarMask::GrammarMask(const GrammarVocab& vocab, std::shared_ptr<const Gramma
       states_(vocab.all().maxDepth() + 1),
       marks_(vocab.all().maxDepth() + 2) {}
 
-bool GrammarMask::walk(const TokenTrie& trie, std::vector<uint8_t>& allowed) {
+bool GrammarMask::walk(const TokenTrie& trie, std::vector<uint8_t>& allowed, size_t budget) {
   bool any = false;
   marks_[1] = matcher_.mark();
   const size_t n = trie.size();
@@ -25,7 +25,7 @@ bool GrammarMask::walk(const TokenTrie& trie, std::vector<uint8_t>& allowed) {
       continue;
     }
     marks_[d + 1] = matcher_.mark();
-    if (const int32_t id = trie.token(i); id >= 0 && (budget_ == SIZE_MAX || matcher_.minToComplete(out) < budget_)) {
+    if (const int32_t id = trie.token(i); id >= 0 && (budget == SIZE_MAX || matcher_.minToComplete(out) < budget)) {
       allowed[static_cast<size_t>(id)] = 1;
       any = true;
     }
@@ -40,31 +40,38 @@ bool GrammarMask::compute(std::vector<uint8_t>& allowed) {
   states_[0] = matcher_.state();
   bool any = false;
   bool raw = false;
-  uint32_t room = 0;
-  // The shortcuts hold while no plain token can make the completion too
-  // long (they never lengthen it); near the budget every token is walked.
-  const bool roomy = budget_ == SIZE_MAX || matcher_.minToComplete() < budget_;
-  if (!roomy) {
-    any = walk(vocab_.all(), allowed);
-  } else if (matcher_.inFreeText()) {  // any byte string may come next
-    std::fill(allowed.begin(), allowed.begin() + static_cast<std::ptrdiff_t>(vocab_.numBase()), 1);
-    any = vocab_.numBase() > 0;
-  } else if (matcher_.inStringText(raw, room)) {
+  uint32_t room = 0, need = 0;
+  // With a budget, a token may leave at most budget - 1 symbols to complete.
+  // Plain text in free text leaves that count as it is, and in a string
+  // shortens it only by the characters still missing to minLength: both
+  // shortcuts stay exact near the budget.
+  const uint64_t rest = matcher_.minToComplete();
+  // A budget the grammar cannot meet any more (max_tokens below the shortest
+  // answer) is dropped: the output then stays a valid prefix, cut by length.
+  const size_t budget = rest <= budget_ ? budget_ : SIZE_MAX;
+  const int64_t over = budget == SIZE_MAX ? INT64_MIN : static_cast<int64_t>(rest) - static_cast<int64_t>(budget) + 1;
+  if (matcher_.inFreeText()) {  // any byte string may come next
+    if (over <= 0) {
+      std::fill(allowed.begin(), allowed.begin() + static_cast<std::ptrdiff_t>(vocab_.numBase()), 1);
+      any = vocab_.numBase() > 0;
+    }
+  } else if (matcher_.inStringText(raw, room, need)) {
     const GrammarVocab::StringView& view = raw ? vocab_.rawString() : vocab_.jsonString();
-    const int32_t limit = static_cast<int32_t>(std::min<uint32_t>(room, INT16_MAX));
+    const int32_t hi = static_cast<int32_t>(std::min<uint32_t>(room, INT16_MAX));
+    const int32_t lo = over <= 0 ? 0 : over > static_cast<int64_t>(need) ? INT32_MAX : static_cast<int32_t>(over);
     const int16_t* chars = view.plainChars.data();
     uint8_t* out = allowed.data();
     const size_t nb = vocab_.numBase();
-    for (size_t i = 0; i < nb; ++i) out[i] = chars[i] >= 0 && chars[i] <= limit;
+    for (size_t i = 0; i < nb; ++i) out[i] = chars[i] >= lo && chars[i] <= hi;
     any = std::find(allowed.begin(), allowed.begin() + static_cast<std::ptrdiff_t>(nb), 1) != allowed.begin() + static_cast<std::ptrdiff_t>(nb);
-    any = walk(view.others, allowed) || any;
+    any = walk(view.others, allowed, budget) || any;
   } else {
-    any = walk(vocab_.all(), allowed);
+    any = walk(vocab_.all(), allowed, budget);
   }
   for (const GrammarVocab::Special& s : vocab_.specials()) {
     GrammarState out;
     matcher_.step(states_[0], s.sym, out);
-    if (out.n > 0 && (budget_ == SIZE_MAX || matcher_.minToComplete(out) < budget_)) {
+    if (out.n > 0 && (budget == SIZE_MAX || matcher_.minToComplete(out) < budget)) {
       allowed[s.id] = 1;
       any = true;
     }

@@ -33,7 +33,8 @@ class GrammarMask {
   bool apply(float* logits, size_t n);
   // Tokens the output may still take, this one included (default: no
   // limit). A token is then allowed only if the grammar can still complete
-  // within the rest, so a constrained answer ends before the limit cuts it.
+  // within the rest, so a constrained answer ends before the limit cuts it
+  // (unless the limit is below the shortest completion: then it is ignored).
   void setBudget(size_t tokens) { budget_ = tokens; }
   // Advances by the chosen token; false (nothing changes) when it may not come next.
   bool accept(uint32_t id);
@@ -41,7 +42,7 @@ class GrammarMask {
   bool complete() { return matcher_.accepting(); }
 
  private:
-  bool walk(const TokenTrie& trie, std::vector<uint8_t>& allowed);
+  bool walk(const TokenTrie& trie, std::vector<uint8_t>& allowed, size_t budget);
 
   const GrammarVocab& vocab_;
   GrammarMatcher matcher_;

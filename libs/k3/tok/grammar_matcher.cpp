@@ -116,9 +116,7 @@ bool GrammarMatcher::accepting() {
 }
 
 bool GrammarMatcher::inFreeText() const {
-  for (uint32_t i = 0; i < cur_.n; ++i)
-    if (g_->node(cur_.t[i].node).kind == GrammarNode::Kind::FreeText) return true;
-  return false;
+  return cur_.n == 1 && g_->node(cur_.t[0].node).kind == GrammarNode::Kind::FreeText;
 }
 
 uint32_t GrammarMatcher::frameRest(const GrammarFrame& f) const {
@@ -183,7 +181,7 @@ uint32_t GrammarMatcher::minToComplete(const GrammarState& s) const {
   return static_cast<uint32_t>(best);
 }
 
-bool GrammarMatcher::inStringText(bool& raw, uint32_t& room) const {
+bool GrammarMatcher::inStringText(bool& raw, uint32_t& room, uint32_t& need) const {
   if (cur_.n != 1) return false;
   const GrammarFrame& f = cur_.t[0];
   const GrammarNode& n = g_->node(f.node);
@@ -191,6 +189,7 @@ bool GrammarMatcher::inStringText(bool& raw, uint32_t& room) const {
   if (!raw && !(n.kind == GrammarNode::Kind::String && f.b == kStrBody)) return false;
   if (raw && f.b != kStrOpen && f.b != kStrBody) return false;
   room = n.max == kUnbounded ? kUnbounded : n.max - f.a;
+  need = n.min > f.a ? n.min - f.a : 0;
   return true;
 }
 

@@ -54,14 +54,16 @@ class GrammarMatcher {
   // pushed meanwhile stay in the arena until rollback(mark()).
   void step(const GrammarState& in, int sym, GrammarState& out);
   const GrammarState& state() const { return cur_; }
-  // The current state holds a FreeText thread: every byte string may come next.
+  // The current state is one FreeText thread: every byte string may come
+  // next and leaves minToComplete() as it is.
   bool inFreeText() const;
   // The current state is one thread inside a string's text, between
   // characters: `raw` for an XTML raw string, `room` = characters it may
   // still take. Then any whole-character text without quote, backslash or
   // control byte (raw: any whole-character text) of at most `room`
-  // characters may come next.
-  bool inStringText(bool& raw, uint32_t& room) const;
+  // characters may come next; `need`: characters still missing to minLength
+  // (such text shortens minToComplete() by up to that many).
+  bool inStringText(bool& raw, uint32_t& room, uint32_t& need) const;
   // Symbols in the shortest completion of `s` (kUnbounded: none). Every
   // byte is a token of a byte-level vocabulary and every structure symbol
   // one token, so this bounds the tokens a completion needs.
