@@ -8,7 +8,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 bash scripts/install_deps.sh
-cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+bash scripts/configure_release.sh >/dev/null  # the same build as scripts/test.sh
 cmake --build build/release -j "$(nproc)" --target k3-repack k3-verify k3-tokgen k3-run
 bin=build/release/bin
 out=${K3_DEMO_OUT:-out/demo}
