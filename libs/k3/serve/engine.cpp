@@ -37,13 +37,14 @@ Engine::Engine(const model::ModelWeights& w, const tok::Tokenizer& tok, const mo
 
 void Engine::shutdown() {
   if (!worker_.joinable()) return;
+  stopping_ = true;  // the worker cancels the jobs in flight
   for (auto& job : queue_.close()) {
     std::lock_guard<std::mutex> lock(job->m);
     job->error = "the server is shutting down";
+    job->errorStatus = 503;
     job->done = true;
     job->cv.notify_all();
   }
-  stopping_ = true;  // the worker cancels the jobs in flight
   worker_.join();
 }
 
@@ -120,6 +121,11 @@ void Engine::record(std::vector<FinishedJob> finished) {
     {
       std::lock_guard<std::mutex> lock(f.job->m);
       f.job->error = std::move(f.error);
+      // Cut by the shutdown: an error (503 / an error event), never a finish.
+      if (f.job->error.empty() && stopping_ && f.job->finishReason == "cancelled") {
+        f.job->error = "the server is shutting down; the generation was cut";
+        f.job->errorStatus = 503;
+      }
       f.job->done = true;
     }
     f.job->cv.notify_all();

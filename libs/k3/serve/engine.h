@@ -81,6 +81,7 @@ class Engine {
   Scheduler scheduler_;
   bool logBatches_;
   RequestQueue<GenerationJob> queue_;
+  // shutdown(): the worker cancels the jobs in flight; a cancelled job ends as a 503, not as finished.
   std::atomic<bool> stopping_{false};
   mutable std::mutex statsMutex_;  // guards stats_
   EngineStats stats_;
