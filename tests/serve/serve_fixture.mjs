@@ -18,9 +18,9 @@ export function modelDir() {
   return tinyContainer("tiny-b8");
 }
 
-// The tiny (or `preset`) synthetic snapshot, edited in place by
-// editSnapshot(srcDir) if given, repacked to int8 under TMP/serve/NAME once
-// (concurrent builders: the first rename wins).
+// The tiny synthetic snapshot, edited in place by editSnapshot(srcDir) if
+// given, repacked to int8 under TMP/serve/NAME once (concurrent builders: the
+// first rename wins). `preset`: another k3_synth preset (small).
 export function tinyContainer(name, editSnapshot = () => {}, preset = "tiny") {
   const dst = path.join(TMP, "serve", name);
   if (fs.existsSync(path.join(dst, "k3-manifest.json"))) return dst;
@@ -57,8 +57,8 @@ export function k3MiniContainer() {
 
 // Starts `k3-run MODEL --serve --port 0 ...args`; resolves once it prints
 // "listening on http://HOST:PORT". stop() sends SIGTERM and awaits the exit.
-export async function startServer(args = [], { env = {} } = {}) {
-  const proc = spawn(K3_RUN, [modelDir(), "--serve", "--port", "0", "--threads", "1", ...args],
+export async function startServer(args = [], { env = {}, model = modelDir() } = {}) {
+  const proc = spawn(K3_RUN, [model, "--serve", "--port", "0", "--threads", "1", ...args],
     { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
   let log = "";
   proc.stderr.on("data", (d) => { log += d; });
