@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <httplib.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
@@ -38,6 +39,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr auto kLinger = std::chrono::seconds(2);
 constexpr size_t kReadPiece = 64 << 10;
+constexpr size_t kTrimAfterBytes = 1 << 20;
 
 const char* reasonPhrase(int status) {
   switch (status) {
@@ -322,8 +324,14 @@ void ConnectionLoop::advance(Connection& c) {
 }
 
 void ConnectionLoop::dispatch(Connection& c, size_t length, size_t headerLength, bool hasExpect) {
-  c.current.assign(c.buf, 0, length);
-  c.buf.erase(0, length);
+  if (length == c.buf.size()) {
+    c.current.swap(c.buf);  // the usual case: no copy of a large body
+    c.buf.clear();
+    c.buf.shrink_to_fit();
+  } else {
+    c.current.assign(c.buf, 0, length);
+    c.buf.erase(0, length);
+  }
   // The loop answered (or made moot) `Expect: 100-continue`; httplib must not answer it again.
   if (hasExpect) dropExpectHeader(c.current, headerLength);
   c.continueSent = false;
@@ -342,6 +350,7 @@ void ConnectionLoop::dispatch(Connection& c, size_t length, size_t headerLength,
     } catch (const std::exception& e) {
       std::fprintf(stderr, "[k3-serve] request failed: %s\n", e.what());
     }
+
     {
       std::lock_guard<std::mutex> lock(returnedMutex_);
       returned_.emplace_back(cp, keep && !in.last);
@@ -352,8 +361,12 @@ void ConnectionLoop::dispatch(Connection& c, size_t length, size_t headerLength,
 }
 
 void ConnectionLoop::finished(Connection& c, bool keep) {
-  c.current.clear();
-  c.current.shrink_to_fit();
+  const bool large = c.current.size() >= kTrimAfterBytes;
+  std::string().swap(c.current);
+  // A large body's copies (these bytes, httplib's body, the parsed JSON) are
+  // free now but held by malloc's arenas; hand them back to the system
+  // instead of keeping the peak of a burst of large requests resident.
+  if (large) ::malloc_trim(0);
   ++c.served;
   if (!keep || stopping_) {
     lingerClose(c);
@@ -416,8 +429,11 @@ void ConnectionLoop::sweep(Clock::time_point now) {
   std::vector<Connection*> due;
   for (auto& [fd, c] : conns_) {
     if (c->state == Connection::State::Lingering ? now >= c->lingerUntil
-        : c->state == Connection::State::Reading  ? (c->buf.empty() ? now - c->idleSince >= idleLimit
-                                                                    : now - c->requestStart >= requestLimit)
+        : c->state == Connection::State::Reading
+            // A new connection's first request has the request deadline from
+            // the accept; between requests the keep-alive one applies.
+            ? (c->buf.empty() ? now - c->idleSince >= (c->served ? idleLimit : requestLimit)
+                              : now - c->requestStart >= requestLimit)
                                                   : false)
       due.push_back(c.get());
   }

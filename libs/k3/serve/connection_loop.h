@@ -36,7 +36,7 @@ namespace k3::serve {
 
 struct ConnectionLimits {
   size_t maxConnections = 512;     // open client connections (idle, reading, answering)
-  int requestTimeoutMs = 10000;    // a request's headers and body, from its first byte
+  int requestTimeoutMs = 10000;    // a request's headers and body, from its first byte (a new connection: from the accept)
   int keepAliveMs = 5000;          // idle between requests
   int writeTimeoutMs = 10000;      // per write of an answer
   unsigned maxRequestsPerConnection = 100;

@@ -250,7 +250,8 @@ void HttpServer::routes() {
   s.Get("/metrics", simple([this](const httplib::Request&, httplib::Response& res) {
           Ready r = ready();
           const EngineStats es = r.engine ? r.engine->stats() : EngineStats{};
-          res.set_content(prometheusText(counters_, es, r.engine ? r.engine->queueDepth() : 0, opts_.engine.queue),
+          res.set_content(prometheusText(counters_, es, r.engine ? r.engine->queueDepth() : 0, opts_.engine.queue) +
+                              connectionMetricsText(loop_->stats(), opts_.maxConnections),
                           "text/plain; version=0.0.4");
         }));
   s.Post("/tokenize", simple([this](const httplib::Request& req, httplib::Response& res) {
@@ -263,7 +264,7 @@ void HttpServer::routes() {
              for (uint32_t id : r.tok->encode(readString(v, "content"), false)) ids.push_back(static_cast<int32_t>(id));
            } else if (!root["messages"].get(v)) {  // the prompt a chat completion would feed
              RequestLimits lim{r.engine->contextSize(), opts_.jsonDepth, 4};
-             ids = renderChatPrompt(*r.tok, parseChatCompletionRequest(req.body, lim).chat);
+             ids = renderChatPrompt(*r.tok, parseChatCompletionRequest(req.body, lim).chat, SIZE_MAX);
            } else {
              invalidRequest("content", "give 'content' (text) or 'messages' (a chat)");
            }
@@ -353,19 +354,16 @@ std::shared_ptr<GenerationJob> HttpServer::submitJob(const httplib::Request& req
   if (chat) {
     ChatCompletionRequest cr = parseChatCompletionRequest(req.body, lim);
     job->mode = GenerationJob::Mode::Chat;
-    job->prompt = renderChatPrompt(*r.tok, cr.chat);
+    job->prompt = renderChatPrompt(*r.tok, cr.chat, ctx);
     job->thinking = chatPromptThinks(cr.chat);
     job->tools = cr.chat.tools;
     job->params = std::move(cr.params);
   } else {
     CompletionRequest cr = parseCompletionRequest(req.body, lim);
-    job->prompt = completionPrompt(*r.tok, cr, r.engine->bosId(), r.engine->vocabSize());
+    job->prompt = completionPrompt(*r.tok, cr, r.engine->bosId(), r.engine->vocabSize(), ctx);
     job->params = std::move(cr.params);
   }
-  if (job->prompt.size() >= ctx)
-    throw ApiError(400, "invalid_request_error", chat ? "messages" : "prompt", "context_length_exceeded",
-                   "this model's context is " + std::to_string(ctx) + " tokens (--ctx); the prompt has " +
-                       std::to_string(job->prompt.size()) + " tokens, leaving no room to generate");
+  if (job->prompt.size() >= ctx) contextExceeded(chat ? "messages" : "prompt", ctx, job->prompt.size(), false);
   if (!job->params.seeded) job->params.sampling.seed = (uint64_t{std::random_device{}()} << 32) | std::random_device{}();
   job->callIdPrefix = randomId("call_") + "_";
   if (!r.engine->submit(job)) {
