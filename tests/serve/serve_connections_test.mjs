@@ -4,13 +4,14 @@
 // while tokenizing. Raw sockets (node:net) speak HTTP/1.1 byte by byte where
 // the point is the bytes; the official openai client where it is the API.
 // Bounded: every wait has a deadline; attackers are destroyed at the end.
-import test, { after, before } from "node:test";
+import nodeTest, { after, before } from "node:test";
 import assert from "node:assert/strict";
 import net from "node:net";
 import { spawn } from "node:child_process";
 import { K3_RUN, modelDir, postJson, startServer } from "./serve_fixture.mjs";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const test = (name, fn) => nodeTest(name, { timeout: 60000 }, fn);  // a stuck server fails, never hangs
 
 function portOf(url) {
   return Number(new URL(url).port);
@@ -82,7 +83,7 @@ function parseResponses(text) {
 }
 
 async function metric(url, name) {
-  const text = await (await fetch(`${url}/metrics`)).text();
+  const text = await (await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
   const m = text.match(new RegExp(`^${name} (\\S+)$`, "m"));
   return m ? Number(m[1]) : NaN;
 }
@@ -129,12 +130,12 @@ test("50 connections sending a header byte per second and 200 idle ones: /health
     try {
       assert.ok((await metric(srv.url, "k3_connections_open")) >= 250, "the attackers' connections are open");
       let t0 = Date.now();
-      const h = await fetch(`${srv.url}/health`);
+      const h = await fetch(`${srv.url}/health`, { signal: AbortSignal.timeout(5000) });
       assert.equal(h.status, 200);
       const healthMs = Date.now() - t0;
       t0 = Date.now();
-      const r = await srv.client().chat.completions.create({ model: "k3", messages: hello, max_tokens: 2,
-        temperature: 0, chat_template_kwargs: { thinking: false } });
+      const r = await srv.client({ timeout: 5000 }).chat.completions.create({ model: "k3", messages: hello,
+        max_tokens: 2, temperature: 0, chat_template_kwargs: { thinking: false } });
       const chatMs = Date.now() - t0;
       assert.equal(r.object, "chat.completion");
       assert.ok(r.usage.completion_tokens >= 1);
