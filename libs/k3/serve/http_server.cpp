@@ -220,7 +220,9 @@ int HttpServer::start() {
   lim.requestTimeoutMs = opts_.requestTimeoutSeconds * 1000;
   lim.keepAliveMs = opts_.keepAliveSeconds * 1000;
   lim.writeTimeoutMs = opts_.writeTimeoutSeconds * 1000;
-  lim.workers = opts_.httpThreads ? opts_.httpThreads : opts_.engine.queue + 16;
+  // Every generation in flight (running or queued) holds a worker while it
+  // answers; 16 more keep /health, /metrics and refusals answered meanwhile.
+  lim.workers = opts_.httpThreads ? opts_.httpThreads : opts_.engine.parallel + opts_.engine.queue + 16;
   lim.framing.bodyBytes = opts_.bodyLimit;
   http_->set_payload_max_length(opts_.bodyLimit);
   http_->set_keep_alive_timeout(opts_.keepAliveSeconds);  // what the Keep-Alive header says
@@ -297,6 +299,9 @@ void HttpServer::routes() {
           res.set_content(prometheusText(counters_, es, r.engine ? r.engine->queueDepth() : 0, opts_.engine.queue) +
                               connectionMetricsText(loop_->stats(), opts_.maxConnections),
                           "text/plain; version=0.0.4");
+        }));
+  s.Get("/slots", simple([this](const httplib::Request&, httplib::Response& res) {
+          res.set_content(slotsJson(needReady().engine->stats()), "application/json");
         }));
   s.Post("/tokenize", simple([this](const httplib::Request& req, httplib::Response& res) {
            Ready r = needReady();

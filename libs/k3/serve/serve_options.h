@@ -23,7 +23,7 @@ struct ServeOptions {
   int keepAliveSeconds = 5;         // an idle connection between requests
   int writeTimeoutSeconds = 10;     // per write of an answer (a client that stops reading)
   size_t maxTokens = 0;             // clamp on max_tokens; 0 = the context size
-  size_t httpThreads = 0;           // 0: queue + 16
+  size_t httpThreads = 0;           // 0: parallel + queue + 16
   int streamIntervalMs = 10;        // output handed to the client at most this often (0: every token)
   EngineOptions engine;
 };
