@@ -65,7 +65,7 @@ struct Args {
   bool serve = false;
   k3::serve::ServeOptions srv;
   std::string apiKeyFile;
-  double stateCacheGb = 1.0;
+  double stateCacheGb = 1.0, stateCacheDiskGb = 16.0;
 };
 
 std::vector<std::string> spreadDirs(const Args& a) {
@@ -118,7 +118,8 @@ int serveMain(Args a) {
     while (!a.srv.apiKey.empty() && std::isspace(static_cast<unsigned char>(a.srv.apiKey.back()))) a.srv.apiKey.pop_back();
     if (a.srv.apiKey.empty()) fail(ErrorKind::Usage, a.apiKeyFile, ": the API key file is empty");
   }
-  a.srv.engine.stateCacheBytes = static_cast<uint64_t>(a.stateCacheGb * 1e9);
+  a.srv.engine.stateCache.ramBytes = static_cast<uint64_t>(a.stateCacheGb * 1e9);
+  a.srv.engine.stateCache.diskBytes = static_cast<uint64_t>(a.stateCacheDiskGb * 1e9);
   k3::serve::HttpServer http(a.srv);
   const int port = http.start();  // /health answers 503 while the model loads
   auto checked = verify::checkContainerGate(a.dir, spreadDirs(a));  // k3-verify's fast checks before mapping anything
@@ -351,7 +352,10 @@ int main(int argc, char** argv) {
   app.add_option("--api-key-file", a.apiKeyFile, "--serve: read the API key from a file");
   app.add_option("--model-name", a.srv.modelName, "--serve: model id in /v1/models (default k3)");
   app.add_option("--queue", a.srv.engine.queue, "--serve: requests that may wait for the engine (default 8)");
-  app.add_option("--state-cache-gb", a.stateCacheGb, "--serve: state checkpoints kept for reuse, GB (0 = no reuse; default 1)");
+  app.add_option("--state-cache-gb", a.stateCacheGb, "--serve: state checkpoints kept in RAM for reuse, GB (0 = no reuse; default 1)");
+  app.add_option("--state-cache-dir", a.srv.engine.stateCache.dir,
+                 "--serve: also keep checkpoints as files here (restarts and replicas sharing it resume from them)");
+  app.add_option("--state-cache-disk-gb", a.stateCacheDiskGb, "--serve: bytes of files in --state-cache-dir, GB (default 16)");
   app.add_option("--stream-interval-ms", a.srv.streamIntervalMs,
                  "--serve: send streamed output at most this often, ms (default 10; 0 = every token)");
   app.add_option("--cors", a.srv.corsOrigin, "--serve: allow this browser origin (CORS off by default)");

@@ -41,12 +41,22 @@ void Session::reset() {
 size_t StateSnapshot::bytes() const {
   size_t b = tokens.size() * sizeof(int32_t) + lastLogits.size() * sizeof(float);
   for (const KdaState& k : kda) b += (k.S.size() + k.conv.size()) * sizeof(float);
+  for (const MlaRows& m : mla) b += (m.L.size() + m.R.size()) * sizeof(float);
   return b;
 }
 
 StateSnapshot Session::snapshot() const {
   StateSnapshot s;
   s.kda = state_.kda;
+  const size_t n = history_.size();
+  s.mla.resize(state_.mla.size());
+  for (size_t l = 0; l < state_.mla.size(); ++l) {
+    const MlaCache& c = state_.mla[l];
+    if (c.cap == 0) continue;  // a KDA layer
+    const size_t lw = c.L.size() / c.cap, rw = c.R.size() / c.cap;
+    s.mla[l].L.assign(c.L.begin(), c.L.begin() + static_cast<ptrdiff_t>(n * lw));
+    s.mla[l].R.assign(c.R.begin(), c.R.begin() + static_cast<ptrdiff_t>(n * rw));
+  }
   s.tokens = history_;
   s.lastLogits = last_;
   return s;
@@ -54,17 +64,34 @@ StateSnapshot Session::snapshot() const {
 
 void Session::restore(const StateSnapshot& snap) {
   const size_t n = snap.tokens.size();
-  if (n > history_.size() || !std::equal(snap.tokens.begin(), snap.tokens.end(), history_.begin()) ||
-      snap.kda.size() != state_.kda.size() || snap.lastLogits.size() != last_.size())
-    fail(ErrorKind::Usage, "restore: the snapshot's ", n, " tokens are not a prefix of the session's ",
-         history_.size());
+  bool fits = n <= opts_.maxContext && snap.kda.size() == state_.kda.size() &&
+              snap.mla.size() == state_.mla.size() && snap.lastLogits.size() == last_.size();
+  for (size_t l = 0; fits && l < state_.kda.size(); ++l)
+    fits = snap.kda[l].S.size() == state_.kda[l].S.size() && snap.kda[l].conv.size() == state_.kda[l].conv.size();
+  for (size_t l = 0; fits && l < state_.mla.size(); ++l) {
+    const MlaCache& c = state_.mla[l];
+    const size_t lw = c.cap ? c.L.size() / c.cap : 0, rw = c.cap ? c.R.size() / c.cap : 0;
+    fits = snap.mla[l].L.size() == n * lw && snap.mla[l].R.size() == n * rw;
+  }
+  if (!fits)
+    fail(ErrorKind::Usage, "restore: the snapshot (", n, " tokens) does not fit this session's model and context ",
+         opts_.maxContext);
+  const bool rowsLive = n <= history_.size() && std::equal(snap.tokens.begin(), snap.tokens.end(), history_.begin());
   for (size_t i = 0; i < state_.kda.size(); ++i) {
     std::copy(snap.kda[i].S.begin(), snap.kda[i].S.end(), state_.kda[i].S.begin());
     std::copy(snap.kda[i].conv.begin(), snap.kda[i].conv.end(), state_.kda[i].conv.begin());
   }
-  for (MlaCache& m : state_.mla) m.length = std::min(m.length, n);  // unused layers stay 0
+  for (size_t l = 0; l < state_.mla.size(); ++l) {
+    MlaCache& c = state_.mla[l];
+    if (c.cap == 0) continue;
+    if (!rowsLive) {
+      std::copy(snap.mla[l].L.begin(), snap.mla[l].L.end(), c.L.begin());
+      std::copy(snap.mla[l].R.begin(), snap.mla[l].R.end(), c.R.begin());
+    }
+    c.length = n;
+  }
   state_.position = n;
-  history_.resize(n);
+  history_.assign(snap.tokens.begin(), snap.tokens.end());
   last_ = snap.lastLogits;
 }
 

@@ -42,14 +42,17 @@ struct SessionStats {
   PhaseTimes prefillPhases, decodePhases;  // where those seconds went
 };
 
-// The model state at one point of a session's history, to come back to later:
-// the KDA recurrent states and conv windows copied, the tokens, and the last
-// logits (so generation can start without refeeding). The MLA caches are
-// append-only, so their length (= tokens.size()) is all a snapshot needs —
-// valid while the live caches still hold those rows, i.e. while `tokens` is a
-// prefix of the session's history.
+// The model state at one point of a session's history, complete: resuming
+// from it needs nothing of the session it was taken from. The KDA recurrent
+// states and conv windows, the MLA latent rows of every position so far, the
+// tokens, and the last logits (so generation can start without refeeding).
+struct MlaRows {
+  std::vector<float> L;  // [tokens × kv_lora_rank]
+  std::vector<float> R;  // [tokens × rope dims]
+};
 struct StateSnapshot {
   std::vector<KdaState> kda;  // indexed by layer; MLA layers empty
+  std::vector<MlaRows> mla;   // indexed by layer; KDA layers empty
   std::vector<int32_t> tokens;
   std::vector<float> lastLogits;
   size_t bytes() const;  // memory held
@@ -82,9 +85,10 @@ class Session {
 
   // Copies the current state (after a completed feed).
   StateSnapshot snapshot() const;
-  // Rewinds to `snap`: KDA states copied back, MLA caches cut to its length.
-  // Throws Usage unless snap.tokens is a prefix of history() (the MLA rows it
-  // relies on must still be the live ones).
+  // Brings the session to `snap`: KDA states and logits copied back; the MLA
+  // rows copied in, or only cut to its length when snap.tokens is a prefix of
+  // history() (the live rows are those already). Throws Usage for a snapshot
+  // of another shape (another model or a longer context than capacity()).
   void restore(const StateSnapshot& snap);
 
   const SessionStats& stats() const { return stats_; }

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <optional>
 
+#include "k3/kernels/cpu_features.h"
+#include "k3/serve/container_identity.h"
 #include "k3/serve/sequence_decoder.h"
 
 namespace k3::serve {
@@ -18,11 +20,21 @@ int32_t specialOr(const tok::Tokenizer& tok, const char* name) {
   return id ? static_cast<int32_t>(*id) : -1;
 }
 
+// The numbers a checkpoint holds depend on the container and on these.
+StateCacheOptions withIdentity(StateCacheOptions o, const model::ModelWeights& w, const model::SessionOptions& so) {
+  if (o.ramBytes == 0) return o;
+  const std::string numerics = std::string("activations=") + (w.options().int8Activations ? "int8" : "f32") +
+                               " expert_top_p=" + std::to_string(so.expertTopP) +
+                               " isa=" + kernels::isaName(kernels::bestIsa());
+  o.container = containerIdentity(w.dir(), numerics);
+  return o;
+}
+
 }  // namespace
 
 Engine::Engine(const model::ModelWeights& w, const tok::Tokenizer& tok, const model::SessionOptions& so,
                const EngineOptions& eo)
-    : ctx_(so.maxContext), vocab_(static_cast<size_t>(w.config().vocabSize)), tok_(tok), session_(w, so), cache_(eo.stateCacheBytes), queue_(eo.queue) {
+    : ctx_(so.maxContext), vocab_(static_cast<size_t>(w.config().vocabSize)), tok_(tok), session_(w, so), cache_(withIdentity(eo.stateCache, w, so), w.config()), replyIds_(eo.stateCache.ramBytes ? eo.replyIdBytes : 0), queue_(eo.queue) {
   if (w.config().bosTokenId) bos_ = static_cast<int64_t>(*w.config().bosTokenId);
   for (int64_t e : w.config().eosTokenIds) stopIds_.push_back(static_cast<int32_t>(e));
   if (int32_t eom = specialOr(tok, "<|end_of_msg|>"); eom >= 0) stopIds_.push_back(eom);
@@ -109,8 +121,20 @@ void Engine::run(GenerationJob& job) {
     return;
   }
   liveLogitsCurrent_ = true;
-  cache_.checkpoint(session_);
+  cache_.checkpoint(session_);  // the end of the prompt (a regenerate starts here)
   decode(job);
+  if (job.finishReason == "cancelled") return;
+  cache_.checkpoint(session_);  // the end of the reply (the next turn starts here)
+  if (job.mode == GenerationJob::Mode::Chat) {
+    const std::span<const int32_t> generated = std::span<const int32_t>(session_.history()).subspan(job.prompt.size());
+    tok::ChatMessage reply;
+    {
+      std::lock_guard<std::mutex> lock(job.m);
+      reply = job.reply;
+    }
+    reply.role = "assistant";
+    replyIds_.remember(tok_, reply, job.thinking, generated);
+  }
 }
 
 void Engine::decode(GenerationJob& job) {

@@ -1,8 +1,10 @@
 // The engine: one model Session, one worker thread, one generation at a
 // time, fed from a bounded FIFO. A job resumes from the state cache, feeds
-// the rest of its prompt (cancellable between prefill chunks), then samples
-// token by token (cancellable between tokens) through its SequenceDecoder
-// (sampler, output parser, stop matcher), pushing deltas as they appear.
+// the rest of its prompt (cancellable between prefill chunks), checkpoints,
+// then samples token by token (cancellable between tokens) through its
+// SequenceDecoder (sampler, output parser, stop matcher), pushing deltas as
+// they appear; at the end of the reply it checkpoints again and remembers
+// the reply's ids.
 // Thread-safety: submit(), queueDepth(), stats() and the getters are safe from
 // any thread; the Session and the state cache are touched by the worker thread
 // only.
@@ -18,6 +20,7 @@
 #include "k3/model/model_weights.h"
 #include "k3/model/session.h"
 #include "k3/serve/generation_job.h"
+#include "k3/serve/reply_ids.h"
 #include "k3/serve/request_queue.h"
 #include "k3/serve/state_cache.h"
 #include "k3/tok/tokenizer.h"
@@ -26,7 +29,8 @@ namespace k3::serve {
 
 struct EngineOptions {
   size_t queue = 8;              // jobs waiting behind the running one
-  uint64_t stateCacheBytes = 1ull << 30;
+  StateCacheOptions stateCache;  // its container identity is filled in by the engine
+  uint64_t replyIdBytes = 64ull << 20;  // the memory of generated reply ids (reply_ids.h)
 };
 
 struct EngineStats {
@@ -57,6 +61,8 @@ class Engine {
   // Ids that end a generation: the config's eos ids and <|end_of_msg|>.
   const std::vector<int32_t>& stopIds() const { return stopIds_; }
   EngineStats stats() const;
+  // The ids of the replies it generated, for rendering later prompts.
+  const ReplyIdMemory& replyIds() const { return replyIds_; }
 
  private:
   void work();
@@ -67,6 +73,7 @@ class Engine {
   const tok::Tokenizer& tok_;
   model::Session session_;
   StateCache cache_;
+  ReplyIdMemory replyIds_;
   bool liveLogitsCurrent_ = false;
   std::vector<int32_t> stopIds_;
   RequestQueue<GenerationJob> queue_;

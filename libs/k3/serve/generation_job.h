@@ -54,6 +54,7 @@ struct GenerationJob {
   std::string malformed;     // chat: the output broke the XTML grammar here (generation ended)
   std::string error;         // engine failure (a bug or resource problem)
   GenerationUsage usage;
+  tok::ChatMessage reply;  // chat: what the deltas delivered, assembled (the server's memory of its replies)
   double prefillSeconds = 0, decodeSeconds = 0, queueSeconds = 0;
 };
 

@@ -206,7 +206,7 @@ void HttpServer::routes() {
              for (uint32_t id : r.tok->encode(readString(v, "content"), false)) ids.push_back(static_cast<int32_t>(id));
            } else if (!root["messages"].get(v)) {  // the prompt a chat completion would feed
              RequestLimits lim{r.engine->contextSize(), opts_.jsonDepth, 4};
-             ids = renderChatPrompt(*r.tok, parseChatCompletionRequest(req.body, lim).chat);
+             ids = renderChatPrompt(*r.tok, parseChatCompletionRequest(req.body, lim).chat, &r.engine->replyIds());
            } else {
              invalidRequest("content", "give 'content' (text) or 'messages' (a chat)");
            }
@@ -298,7 +298,7 @@ std::shared_ptr<GenerationJob> HttpServer::submitJob(const httplib::Request& req
   if (chat) {
     ChatCompletionRequest cr = parseChatCompletionRequest(req.body, lim);
     job->mode = GenerationJob::Mode::Chat;
-    job->prompt = renderChatPrompt(*r.tok, cr.chat);
+    job->prompt = renderChatPrompt(*r.tok, cr.chat, &r.engine->replyIds());
     job->thinking = chatPromptThinks(cr.chat);
     job->tools = cr.chat.tools;
     job->params = std::move(cr.params);

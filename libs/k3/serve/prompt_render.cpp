@@ -6,9 +6,17 @@
 
 namespace k3::serve {
 
-std::vector<int32_t> renderChatPrompt(const tok::Tokenizer& tok, const tok::ChatRequest& chat) {
+std::vector<int32_t> renderChatPrompt(const tok::Tokenizer& tok, const tok::ChatRequest& chat,
+                                      const ReplyIdMemory* replies) {
   try {
-    const std::vector<uint32_t> ids = tok::renderChat(tok, chat).ids;
+    std::vector<uint32_t> ids;
+    if (replies) {
+      tok::ChatRequest withIds = chat;
+      replies->recall(withIds);
+      ids = tok::renderChat(tok, withIds).ids;
+    } else {
+      ids = tok::renderChat(tok, chat).ids;
+    }
     return {ids.begin(), ids.end()};
   } catch (const k3::Error& e) {
     invalidRequest("messages", e.what());

@@ -8,11 +8,15 @@
 #include <vector>
 
 #include "k3/serve/generation_request.h"
+#include "k3/serve/reply_ids.h"
 #include "k3/tok/tokenizer.h"
 
 namespace k3::serve {
 
-std::vector<int32_t> renderChatPrompt(const tok::Tokenizer& tok, const tok::ChatRequest& chat);
+// With `replies`, assistant messages the server generated render as the ids
+// it generated (reply_ids.h).
+std::vector<int32_t> renderChatPrompt(const tok::Tokenizer& tok, const tok::ChatRequest& chat,
+                                      const ReplyIdMemory* replies = nullptr);
 // Whether the rendered chat prompt ends inside the think channel.
 bool chatPromptThinks(const tok::ChatRequest& chat);
 std::vector<int32_t> completionPrompt(const tok::Tokenizer& tok, const CompletionRequest& r,

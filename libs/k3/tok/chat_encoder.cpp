@@ -72,6 +72,13 @@ class XtmlWriter {
     out_.segments.push_back({false, 0, std::string(s)});
     tok_.encodeAppend(s, false, out_.ids);
   }
+  // Ids given verbatim (a remembered generation): one text segment.
+  void ids(const std::vector<uint32_t>& ids) {
+    std::string text;
+    for (uint32_t id : ids) text += tok_.tokenBytes(id);
+    out_.segments.push_back({false, 0, std::move(text)});
+    out_.ids.insert(out_.ids.end(), ids.begin(), ids.end());
+  }
   void special(uint32_t id) {
     out_.segments.push_back({true, id, tok_.tokenBytes(id)});
     out_.ids.push_back(id);
@@ -250,7 +257,12 @@ RenderedChat renderChat(const Tokenizer& tok, const ChatRequest& req) {
       w.endMessage();
     } else if (m.role == "assistant") {
       w.open("message", roleAttrs("assistant", m));
-      writeAssistantChannels(w, m, req.thinking, path, false);
+      if (m.bodyIds.empty()) {
+        writeAssistantChannels(w, m, req.thinking, path, false);
+      } else {
+        w.open(req.thinking ? "think" : "response");
+        w.ids(m.bodyIds);
+      }
       lastAssistant = &m;
       toolsSinceAssistant = 0;
     } else {
