@@ -122,11 +122,14 @@ void Engine::run(GenerationJob& job) {
   }
   liveLogitsCurrent_ = true;
   cache_.checkpoint(session_);  // the end of the prompt (a regenerate starts here)
-  decode(job);
+  const int32_t unfed = decode(job);
   if (job.finishReason == "cancelled") return;
   cache_.checkpoint(session_);  // the end of the reply (the next turn starts here)
   if (job.mode == GenerationJob::Mode::Chat) {
-    const std::span<const int32_t> generated = std::span<const int32_t>(session_.history()).subspan(job.prompt.size());
+    // What the model wrote: the tokens fed, then the last one picked (not fed).
+    std::vector<int32_t> generated(session_.history().begin() + static_cast<ptrdiff_t>(job.prompt.size()),
+                                   session_.history().end());
+    if (unfed >= 0) generated.push_back(unfed);
     tok::ChatMessage reply;
     {
       std::lock_guard<std::mutex> lock(job.m);
@@ -137,21 +140,26 @@ void Engine::run(GenerationJob& job) {
   }
 }
 
-void Engine::decode(GenerationJob& job) {
+int32_t Engine::decode(GenerationJob& job) {
   const auto t0 = Clock::now();
   SequenceDecoder seq(job, tok_, stopIds_, session_.vocabSize(), ctx_);
   bool cancelled = false;
+  int32_t unfed = -1;
   for (size_t i = 0; i < seq.maxTokens(); ++i) {
     if (job.cancel) {
       cancelled = true;
       break;
     }
     const int32_t id = seq.pick(session_.lastLogits());
-    if (!seq.accept(id)) break;
+    if (!seq.accept(id)) {
+      unfed = id;
+      break;
+    }
     session_.feed({&id, 1});
   }
   seq.finish(cancelled);
   job.decodeSeconds = since(t0);
+  return unfed;
 }
 
 }  // namespace k3::serve

@@ -67,7 +67,9 @@ class Engine {
  private:
   void work();
   void run(GenerationJob& job);     // prefill, then decode()
-  void decode(GenerationJob& job);  // samples from the fed prompt's logits until a stop or the limit
+  // Samples from the fed prompt's logits until a stop or the limit; returns
+  // the last token picked but not fed (a stop token, the limit's last), or -1.
+  int32_t decode(GenerationJob& job);
   size_t ctx_, vocab_;
   std::optional<int64_t> bos_;
   const tok::Tokenizer& tok_;

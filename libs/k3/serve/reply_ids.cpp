@@ -1,6 +1,7 @@
 #include "k3/serve/reply_ids.h"
 
 #include "k3/tok/chat_encoder.h"
+#include "k3/tok/id_text.h"
 #include "k3/tok/xtml_specials.h"
 
 namespace k3::serve {
@@ -53,8 +54,10 @@ std::string keyOf(const tok::ChatMessage& m, bool thinking) {
 
 }  // namespace
 
-std::optional<std::vector<uint32_t>> generatedBody(const tok::Tokenizer& tok, const tok::ChatMessage& reply,
-                                                   bool thinking, std::span<const int32_t> generated) {
+namespace {
+
+std::optional<std::vector<uint32_t>> matchBody(const tok::Tokenizer& tok, const tok::ChatMessage& reply, bool thinking,
+                                               std::span<const int32_t> generated) {
   const tok::XtmlSpecials sp = tok::xtmlSpecials(tok, "reply ids");
   std::vector<uint32_t> rendered;
   try {
@@ -67,11 +70,23 @@ std::optional<std::vector<uint32_t>> generatedBody(const tok::Tokenizer& tok, co
   if (got.size() > want.size()) return std::nullopt;
   std::vector<uint32_t> body;
   for (size_t i = 0; i < got.size(); ++i) {
-    if (got[i].special != want[i].special || got[i].id != want[i].id || got[i].text != want[i].text) return std::nullopt;
+    // Text as the client saw it: bytes that were not UTF-8 reached it as U+FFFD.
+    if (got[i].special != want[i].special || got[i].id != want[i].id || tok::toValidUtf8(got[i].text) != want[i].text)
+      return std::nullopt;
     body.insert(body.end(), got[i].ids.begin(), got[i].ids.end());
   }
   for (size_t i = got.size(); i < want.size(); ++i) body.insert(body.end(), want[i].ids.begin(), want[i].ids.end());
   return body;
+}
+
+}  // namespace
+
+std::optional<std::vector<uint32_t>> generatedBody(const tok::Tokenizer& tok, const tok::ChatMessage& reply,
+                                                   bool thinking, std::span<const int32_t> generated) {
+  if (auto body = matchBody(tok, reply, thinking, generated)) return body;
+  // The last id may be one the message does not show (an eos that ended it).
+  if (!generated.empty()) return matchBody(tok, reply, thinking, generated.first(generated.size() - 1));
+  return std::nullopt;
 }
 
 void ReplyIdMemory::remember(const tok::Tokenizer& tok, const tok::ChatMessage& reply, bool thinking,

@@ -7,7 +7,8 @@
 // A reply is keyed by what the client sees and sends back: the thinking mode,
 // its reasoning, content and tool calls (name and arguments). The remembered
 // body is the generated ids that match the rendered body run for run (text
-// between structure tokens compared byte for byte), completed by the
+// between structure tokens compared as the client saw it: bytes that are not
+// UTF-8 became U+FFFD; the model reads its own bytes again), completed by the
 // rendered ids where generation stopped (the unfed <|end_of_msg|>, or the
 // closing structure of a reply cut by max_tokens). A reply whose text does
 // not match its ids (cut by a stop string, arguments normalised by the
@@ -31,8 +32,9 @@
 
 namespace k3::serve {
 
-// The body to remember for `reply` generated as `generated` (the ids fed
-// after the prompt), or nullopt when they do not spell the same message.
+// The body to remember for `reply` generated as `generated` (the ids picked
+// after the prompt: those fed, then the last one, which was not), or nullopt
+// when they do not spell the same message.
 std::optional<std::vector<uint32_t>> generatedBody(const tok::Tokenizer& tok, const tok::ChatMessage& reply,
                                                    bool thinking, std::span<const int32_t> generated);
 
