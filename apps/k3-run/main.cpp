@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,6 +31,7 @@
 #include "k3/model/context_limits.h"
 #include "k3/model/expert_top_p.h"
 #include "k3/model/generate.h"
+#include "k3/model/logit_processors.h"
 #include "k3/model/logits_writer.h"
 #include "k3/model/model_weights.h"
 #include "k3/model/run_report.h"
@@ -54,8 +56,10 @@ struct Args {
   size_t maxTokens = 256, threads = 0, chunk = 128, ctx = 4096;
   long long threadsArg = 0;  // signed: -1 is refused, not read as 2^64-1
   bool ctxGiven = false;     // without --ctx, --ids / --perplexity get the context they need
-  float temp = 0.0f, topP = 1.0f;
+  float temp = 0.0f, topP = 1.0f, minP = 0.0f;
   int topK = 0;
+  LogitProcessorOptions processing;  // --presence-penalty, --frequency-penalty, --repeat-penalty
+  std::vector<std::string> logitBias;  // ID=V
   uint64_t seed = 0;
   double expertGb = 0.0;
   float expertTopP = 1.0f;  // 1 = off
@@ -76,6 +80,28 @@ std::vector<std::string> spreadDirs(const Args& a) {
 std::vector<int32_t> readIds(const std::string& spec, const char* flag, const ModelConfig& c) {
   const std::vector<uint32_t> ids = tok::readIdList(spec, flag, static_cast<uint64_t>(c.vocabSize));
   return std::vector<int32_t>(ids.begin(), ids.end());  // < vocab_size <= 2^22
+}
+
+// --logit-bias ID=V entries (ranges checked with the vocabulary, in runMain).
+std::vector<std::pair<int32_t, float>> parseLogitBias(const std::vector<std::string>& specs) {
+  std::map<int32_t, float> bias;  // a repeated id: the last one holds
+  for (const std::string& s : specs) {
+    const size_t eq = s.find('=');
+    size_t used = 0, usedV = 0;
+    long long id = -1;
+    float v = 0;
+    try {
+      if (eq == std::string::npos) throw std::invalid_argument("no =");
+      id = std::stoll(s.substr(0, eq), &used);
+      v = std::stof(s.substr(eq + 1), &usedV);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (eq == std::string::npos || used != eq || usedV != s.size() - eq - 1 || id < 0 || id > INT32_MAX)
+      fail(ErrorKind::Usage, "--logit-bias ", s, ": expected TOKEN_ID=BIAS (e.g. 2050=-100)");
+    bias[static_cast<int32_t>(id)] = v;
+  }
+  return {bias.begin(), bias.end()};
 }
 
 // --ctx / --chunk against max_position_embeddings and this machine's memory,
@@ -289,11 +315,14 @@ int runMain(const Args& a) {
 
   if (!forced.empty()) return runTeacherForced(a, *weights, session, forced);
 
-  SamplerOptions sopt{a.temp, a.topK, a.topP, a.seed};
+  SamplerOptions sopt{a.temp, a.topK, a.topP, a.seed, a.minP};
   Sampler sampler(sopt, session.vocabSize());
   GenerateOptions gen;
   gen.maxTokens = a.maxTokens;
   gen.sampling = sopt;
+  gen.processing = a.processing;
+  gen.processing.logitBias = parseLogitBias(a.logitBias);
+  checkLogitProcessorOptions(gen.processing, session.vocabSize());
   gen.stopIds = stopIds(cfg, tok ? &*tok : nullptr);
   if (a.chat) return runChat(a, session, *tok, sampler, gen);
   if (a.prompt.empty() && promptIds.empty())
@@ -324,6 +353,15 @@ int main(int argc, char** argv) {
   app.add_option("--top-k", a.topK, "keep the k most likely tokens (0 = all)");
   app.add_option("--top-p", a.topP, "nucleus mass to keep (1 = all)");
   app.add_option("--seed", a.seed, "sampling seed (same seed, same sample)");
+  app.add_option("--min-p", a.minP, "keep tokens with p >= MIN_P x the top token's p (0 = off)");
+  app.add_option("--presence-penalty", a.processing.presencePenalty,
+                 "subtract this from the logit of every token already generated (-2..2, OpenAI's)");
+  app.add_option("--frequency-penalty", a.processing.frequencyPenalty,
+                 "subtract this x times generated from a token's logit (-2..2, OpenAI's)");
+  app.add_option("--repeat-penalty", a.processing.repetitionPenalty,
+                 "tokens in the prompt or output: logit / R if > 0, x R otherwise (llama.cpp/vLLM's; 1 = off)");
+  app.add_option("--logit-bias", a.logitBias, "ID=V: add V (-100..100) to token ID's logit; repeat or comma-list")
+      ->delimiter(',');
   app.add_option("--expert-gb", a.expertGb, "bound on resident routed-expert memory, GB (0 = none)");
   app.add_option("--expert-top-p", a.expertTopP,
                  "keep a token's highest-weight routed experts up to this cumulative weight, drop the "
@@ -368,7 +406,9 @@ int main(int argc, char** argv) {
     k3::model::checkExpertTopP(a.expertTopP, "--expert-top-p");
     a.ctxGiven = ctxOpt->count() > 0;
     if (threadsOpt->count() && a.threadsArg != 0) a.threads = k3::checkThreadCount(a.threadsArg);
-    k3::model::checkSamplerOptions({a.temp, a.topK, a.topP, a.seed});
+    k3::model::checkSamplerOptions({a.temp, a.topK, a.topP, a.seed, a.minP});
+    k3::model::checkLogitProcessorOptions({a.processing.presencePenalty, a.processing.frequencyPenalty,
+                                           a.processing.repetitionPenalty}, SIZE_MAX);
     if (a.serve) {
       if (!a.prompt.empty() || a.chat || !a.ids.empty() || !a.promptIds.empty() || !a.perplexity.empty())
         k3::fail(k3::ErrorKind::Usage, "--serve goes alone: not with -p, --chat, --ids, --prompt-ids or --perplexity");
