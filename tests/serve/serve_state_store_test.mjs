@@ -28,7 +28,9 @@ async function start(args) {
 }
 let plainServer;
 before(async () => {
-  plainServer = await start(["--state-cache-gb", "0"]);  // no reuse, no memory of ids: the reference
+  // No reuse: the reference. It remembers only the ids of replies it
+  // generated itself, so the histories below render there as text.
+  plainServer = await start(["--state-cache-gb", "0"]);
 });
 after(async () => {
   await Promise.all(servers.map((s) => s.stop()));

@@ -34,7 +34,7 @@ StateCacheOptions withIdentity(StateCacheOptions o, const model::ModelWeights& w
 
 Engine::Engine(const model::ModelWeights& w, const tok::Tokenizer& tok, const model::SessionOptions& so,
                const EngineOptions& eo)
-    : ctx_(so.maxContext), vocab_(static_cast<size_t>(w.config().vocabSize)), tok_(tok), session_(w, so), cache_(withIdentity(eo.stateCache, w, so), w.config()), replyIds_(eo.stateCache.ramBytes ? eo.replyIdBytes : 0), queue_(eo.queue) {
+    : ctx_(so.maxContext), vocab_(static_cast<size_t>(w.config().vocabSize)), tok_(tok), session_(w, so), cache_(withIdentity(eo.stateCache, w, so), w.config()), replyIds_(eo.replyIdBytes), queue_(eo.queue) {
   if (w.config().bosTokenId) bos_ = static_cast<int64_t>(*w.config().bosTokenId);
   for (int64_t e : w.config().eosTokenIds) stopIds_.push_back(static_cast<int32_t>(e));
   if (int32_t eom = specialOr(tok, "<|end_of_msg|>"); eom >= 0) stopIds_.push_back(eom);

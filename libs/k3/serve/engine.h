@@ -31,7 +31,9 @@ namespace k3::serve {
 struct EngineOptions {
   size_t queue = 8;              // jobs waiting behind the running one
   StateCacheOptions stateCache;  // its container identity is filled in by the engine
-  uint64_t replyIdBytes = 64ull << 20;  // the memory of generated reply ids (reply_ids.h)
+  // The memory of generated reply ids (reply_ids.h); on with or without the
+  // state cache, so a prompt renders the same either way.
+  uint64_t replyIdBytes = 64ull << 20;
 };
 
 struct EngineStats {
