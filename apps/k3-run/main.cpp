@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -60,6 +61,7 @@ struct Args {
   int topK = 0;
   LogitProcessorOptions processing;  // --presence-penalty, --frequency-penalty, --repeat-penalty
   std::vector<std::string> logitBias;  // ID=V
+  int logprobs = -1;                   // --logprobs N (with --json)
   uint64_t seed = 0;
   double expertGb = 0.0;
   float expertTopP = 1.0f;  // 1 = off
@@ -102,6 +104,22 @@ std::vector<std::pair<int32_t, float>> parseLogitBias(const std::vector<std::str
     bias[static_cast<int32_t>(id)] = v;
   }
   return {bias.begin(), bias.end()};
+}
+
+// --logprobs: per generated token {"id", "logprob", "top": [[id, logprob], ...]}.
+void addLogprobs(JsonObject& j, const std::vector<TokenLogprob>& lps) {
+  auto num = [](float v) {
+    char buf[32];
+    return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+  };
+  std::string arr = "[";
+  for (size_t i = 0; i < lps.size(); ++i) {
+    arr += (i ? ",{\"id\":" : "{\"id\":") + std::to_string(lps[i].id) + ",\"logprob\":" + num(lps[i].logprob) + ",\"top\":[";
+    for (size_t k = 0; k < lps[i].top.size(); ++k)
+      arr += (k ? ",[" : "[") + std::to_string(lps[i].top[k].first) + "," + num(lps[i].top[k].second) + "]";
+    arr += "]}";
+  }
+  j.raw("logprobs", arr + "]");
 }
 
 // --ctx / --chunk against max_position_embeddings and this machine's memory,
@@ -274,6 +292,7 @@ int runGenerate(const Args& a, const ModelConfig& cfg, Session& session, const t
   if (!a.json) std::fputc('\n', stdout);
   printStats(a, session, [&](JsonObject& j) {
     addGenerated(j, ids, g.tokens, g.stopped);
+    if (a.logprobs >= 0) addLogprobs(j, g.logprobs);
     j.add("decode_wall_tok_s", g.wallTokensPerSecond());
   });
   return 0;
@@ -321,6 +340,7 @@ int runMain(const Args& a) {
   gen.maxTokens = a.maxTokens;
   gen.sampling = sopt;
   gen.processing = a.processing;
+  gen.logprobs = a.logprobs;
   gen.processing.logitBias = parseLogitBias(a.logitBias);
   checkLogitProcessorOptions(gen.processing, session.vocabSize());
   gen.stopIds = stopIds(cfg, tok ? &*tok : nullptr);
@@ -360,6 +380,10 @@ int main(int argc, char** argv) {
                  "subtract this x times generated from a token's logit (-2..2, OpenAI's)");
   app.add_option("--repeat-penalty", a.processing.repetitionPenalty,
                  "tokens in the prompt or output: logit / R if > 0, x R otherwise (llama.cpp/vLLM's; 1 = off)");
+  app.add_option("--logprobs", a.logprobs,
+                 "with --json (-p, --prompt-ids): each token's log-probability (log-softmax after bias and "
+                 "penalties, before temperature) and the N most likely alternatives, 0..20")
+      ->check(CLI::Range(0, 20));
   app.add_option("--logit-bias", a.logitBias, "ID=V: add V (-100..100) to token ID's logit; repeat or comma-list")
       ->delimiter(',');
   app.add_option("--expert-gb", a.expertGb, "bound on resident routed-expert memory, GB (0 = none)");
@@ -409,6 +433,8 @@ int main(int argc, char** argv) {
     k3::model::checkSamplerOptions({a.temp, a.topK, a.topP, a.seed, a.minP});
     k3::model::checkLogitProcessorOptions({a.processing.presencePenalty, a.processing.frequencyPenalty,
                                            a.processing.repetitionPenalty}, SIZE_MAX);
+    if (a.logprobs >= 0 && (!a.json || a.chat || a.serve))
+      k3::fail(k3::ErrorKind::Usage, "--logprobs goes with --json and -p or --prompt-ids");
     if (a.serve) {
       if (!a.prompt.empty() || a.chat || !a.ids.empty() || !a.promptIds.empty() || !a.perplexity.empty())
         k3::fail(k3::ErrorKind::Usage, "--serve goes alone: not with -p, --chat, --ids, --prompt-ids or --perplexity");
