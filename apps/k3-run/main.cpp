@@ -128,6 +128,10 @@ void checkContext(const Args& a, const ModelConfig& c, size_t ctx) {
   model::ContextRequest r;
   r.ctx = ctx;
   r.chunk = a.chunk;
+  if (a.serve) {  // --parallel sequences, --batch-tokens rows per step
+    r.parallel = a.srv.engine.parallel;
+    if (a.srv.engine.batchTokens) r.chunk = a.srv.engine.batchTokens;
+  }
   r.threads = a.threads ? a.threads : std::max(1u, std::thread::hardware_concurrency());
   r.ctxGiven = a.ctxGiven;
   model::checkContextLimits(c, r, physicalMemoryBytes());
@@ -164,6 +168,14 @@ int serveMain(Args a) {
   }
   a.srv.engine.stateCache.ramBytes = static_cast<uint64_t>(a.stateCacheGb * 1e9);
   a.srv.engine.stateCache.diskBytes = static_cast<uint64_t>(a.stateCacheDiskGb * 1e9);
+  if (!(a.stateCacheGb >= 0) || !(a.stateCacheDiskGb >= 0))
+    fail(ErrorKind::Usage, "--state-cache-gb ", a.stateCacheGb, " / --state-cache-disk-gb ", a.stateCacheDiskGb,
+         ": must be 0 or more");
+  a.srv.engine.logBatches = true;
+  if (a.srv.engine.parallel == 0) fail(ErrorKind::Usage, "--parallel 0: must be at least 1");
+  if (a.srv.engine.batchTokens && a.srv.engine.batchTokens < a.srv.engine.parallel)
+    fail(ErrorKind::Usage, "--batch-tokens ", a.srv.engine.batchTokens, " is less than --parallel ",
+         a.srv.engine.parallel, ": every sequence in flight feeds a token each step");
   k3::serve::HttpServer http(a.srv);
   const int port = http.start();  // /health answers 503 while the model loads
   auto checked = verify::checkContainerGate(a.dir, spreadDirs(a));  // k3-verify's fast checks before mapping anything
@@ -175,7 +187,7 @@ int serveMain(Args a) {
   const tok::Tokenizer tok = tok::Tokenizer::fromDirectory(a.dir);
   SessionOptions so;
   so.threads = a.threads;
-  so.chunk = std::min(a.chunk, a.ctx);
+  so.chunk = std::max(std::min(a.chunk, a.ctx), a.srv.engine.parallel);  // a step holds a row per sequence
   so.maxContext = a.ctx;
   so.expertBudget = static_cast<uint64_t>(a.expertGb * 1e9);
   so.expertTopP = a.expertTopP;
@@ -413,7 +425,14 @@ int main(int argc, char** argv) {
   app.add_option("--api-key", a.srv.apiKey, "--serve: require Authorization: Bearer KEY");
   app.add_option("--api-key-file", a.apiKeyFile, "--serve: read the API key from a file");
   app.add_option("--model-name", a.srv.modelName, "--serve: model id in /v1/models (default k3)");
-  app.add_option("--queue", a.srv.engine.queue, "--serve: requests that may wait for the engine (default 8)");
+  app.add_option("--queue", a.srv.engine.queue, "--serve: requests that may wait for a free slot (default 8)");
+  app.add_option("--parallel", a.srv.engine.parallel,
+                 "--serve: sequences generated at once (continuous batching), each with its state at --ctx "
+                 "(default 4)");
+  app.add_option("--batch-tokens", a.srv.engine.batchTokens,
+                 "--serve: rows per forward step: a token of every running sequence plus pieces of waiting "
+                 "prompts (default: --chunk); smaller keeps the running streams' inter-token time lower while "
+                 "a long prompt is fed");
   app.add_option("--state-cache-gb", a.stateCacheGb, "--serve: state checkpoints kept in RAM for reuse, GB (0 = no reuse; default 1)");
   app.add_option("--state-cache-dir", a.srv.engine.stateCache.dir,
                  "--serve: also keep checkpoints as files here (restarts and replicas sharing it resume from them)");

@@ -58,16 +58,16 @@ struct Fixture {
   // What the engine does: resume, feed the rest, checkpoint; the logits are
   // those of a cold run whatever was reused.
   size_t serve(StateCache& c, const std::vector<int32_t>& prompt) {
-    const size_t reused = c.resume(live, prompt, true);
+    const size_t reused = c.resume(live.state(), prompt);
     live.feed(std::span<const int32_t>(prompt).subspan(reused));
-    c.checkpoint(live);
+    c.checkpoint(live.state());
     EXPECT_EQ(std::vector<float>(live.lastLogits(), live.lastLogits() + live.vocabSize()), coldLogits(prompt));
     return reused;
   }
   // A reply: fed token by token as the engine does, then checkpointed.
   void reply(StateCache& c, const std::vector<int32_t>& ids) {
     for (int32_t id : ids) live.feed({&id, 1});
-    c.checkpoint(live);
+    c.checkpoint(live.state());
   }
 };
 
@@ -133,8 +133,9 @@ TEST(StateCache, StaleLiveLogitsAreNotReusedForTheWholePrompt) {
   StateCache c(f.opts(1ull << 30), f.w->config());
   f.live.feed(seq({sys, u1}));  // no checkpoint taken, and say its logits are stale (a cancelled feed)
   const auto p = seq({sys, u1});
-  EXPECT_EQ(c.resume(f.live, p, false), 0u);
-  EXPECT_EQ(c.resume(f.live, seq({sys, u1, u2}), false), 0u);  // reset above: nothing held now
+  f.live.state().logitsCurrent = false;
+  EXPECT_EQ(c.resume(f.live.state(), p), 0u);
+  EXPECT_EQ(c.resume(f.live.state(), seq({sys, u1, u2})), 0u);  // reset above: nothing held now
 }
 
 TEST(StateCache, ARestartOnTheSameDirectoryResumesFromDisk) {
@@ -248,7 +249,7 @@ TEST(StateCache, BadFilesAreIgnoredWithOneLogLineAndNeverUsed) {
     StateCache c(f.opts(1ull << 30, dir), f.w->config());
     EXPECT_EQ(f.serve(c, next), 0u);  // not used: from token 0, logits as cold
     f.live.reset();
-    EXPECT_EQ(c.resume(f.live, seq({prompt, {77}}), true), 0u);  // asked again: not used, not logged again
+    EXPECT_EQ(c.resume(f.live.state(), seq({prompt, {77}})), 0u);  // asked again: not used, not logged again
     EXPECT_EQ(f.live.history().size(), 0u);
     if (k.logSays) {
       ASSERT_EQ(f.logged.size(), 1u);

@@ -17,13 +17,13 @@ StateCache::StateCache(const StateCacheOptions& o, const ModelConfig& c) : budge
   dir_ = std::make_unique<StateDirectory>(o.dir, o.diskBytes, budget_, container_, StateShape::of(c), log);
 }
 
-size_t StateCache::resume(model::Session& s, std::span<const int32_t> prompt, bool liveLogitsCurrent) {
+size_t StateCache::resume(model::SequenceState& s, std::span<const int32_t> prompt) {
   if (budget_ == 0) {
     s.reset();
     return 0;
   }
-  const std::span<const int32_t> held(s.history());
-  const size_t live = isPrefix(held, prompt) && (held.size() < prompt.size() || liveLogitsCurrent) ? held.size() : 0;
+  const std::span<const int32_t> held(s.tokens);
+  const size_t live = isPrefix(held, prompt) && (held.size() < prompt.size() || s.logitsCurrent) ? held.size() : 0;
   const std::vector<StateKey> keys = prefixKeys(container_, prompt);
   std::unordered_set<std::string> files;
   if (dir_) files = dir_->listKeys();
@@ -31,14 +31,14 @@ size_t StateCache::resume(model::Session& s, std::span<const int32_t> prompt, bo
     const std::span<const int32_t> prefix = prompt.first(n);
     if (auto it = index_.find(keys[n]); it != index_.end() && isPrefix(it->second->snap->tokens, prefix) &&
                                         it->second->snap->tokens.size() == n) {
-      s.restore(*it->second->snap);
+      model::restoreTo(s, *it->second->snap);
       lru_.splice(lru_.begin(), lru_, it->second);  // most recently used
       return n;
     }
     if (!files.empty() && files.count(keys[n].hex())) {
       std::shared_ptr<const model::StateSnapshot> snap = dir_->load(keys[n]);
       if (snap && snap->tokens.size() == n && isPrefix(snap->tokens, prefix)) {
-        s.restore(*snap);
+        model::restoreTo(s, *snap);
         insert(keys[n], std::move(snap));
         return n;
       }
@@ -48,14 +48,14 @@ size_t StateCache::resume(model::Session& s, std::span<const int32_t> prompt, bo
   return live;
 }
 
-void StateCache::checkpoint(const model::Session& s) {
-  if (budget_ == 0 || s.history().empty()) return;
-  const StateKey key = stateKey(container_, s.history());
+void StateCache::checkpoint(const model::SequenceState& s) {
+  if (budget_ == 0 || s.tokens.empty() || !s.logitsCurrent) return;
+  const StateKey key = stateKey(container_, s.tokens);
   if (auto it = index_.find(key); it != index_.end()) {  // already held: refresh its place
     lru_.splice(lru_.begin(), lru_, it->second);
     return;
   }
-  auto snap = std::make_shared<const model::StateSnapshot>(s.snapshot());
+  auto snap = std::make_shared<const model::StateSnapshot>(model::snapshotOf(s));
   if (dir_) dir_->publish(snap);
   insert(key, std::move(snap));
 }

@@ -9,8 +9,9 @@
 // Two tiers: RAM (LRU by bytes, --state-cache-gb) and, with a directory,
 // disk (state_directory.h: every checkpoint is also published there in the
 // background; restarts and replicas sharing the directory find it). The
-// session's live state counts too: when its history is a prefix of the
-// prompt nothing needs restoring.
+// sequence's live state counts too: when its tokens are a prefix of the
+// prompt nothing needs restoring. A checkpoint restores into any sequence
+// (the scheduler's slots): it carries its MLA rows.
 // Thread-safety: not thread-safe; the engine's worker thread owns it (its stats
 // are copied out under the engine's lock). The directory's writer runs on
 // its own thread.
@@ -25,7 +26,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "k3/model/session.h"
+#include "k3/model/sequence_state.h"
 #include "k3/serve/state_directory.h"
 #include "k3/serve/state_key.h"
 
@@ -49,15 +50,14 @@ class StateCache {
  public:
   StateCache(const StateCacheOptions& o, const ModelConfig& c);
 
-  // Brings `s` to the longest stored prefix of `prompt` (the live state, a
+  // Brings `s` to the longest stored prefix of `prompt` (its live state, a
   // RAM checkpoint, a file, or nothing) and returns its length; the caller
-  // feeds the rest. `liveLogitsCurrent`: s.lastLogits() belongs to its last
-  // token (false after a cancelled feed). Never returns more than
-  // prompt.size(), and returns prompt.size() only with logits to generate from.
-  size_t resume(model::Session& s, std::span<const int32_t> prompt, bool liveLogitsCurrent);
+  // feeds the rest. Never returns more than prompt.size(), and returns
+  // prompt.size() only with logits to generate from (s.logitsCurrent).
+  size_t resume(model::SequenceState& s, std::span<const int32_t> prompt);
 
-  // Checkpoints `s` (after a completed feed: its logits are its last token's).
-  void checkpoint(const model::Session& s);
+  // Checkpoints `s` (after a completed feed: s.logitsCurrent).
+  void checkpoint(const model::SequenceState& s);
 
   // Waits until every checkpoint queued for the directory is written.
   void drain();
