@@ -119,6 +119,7 @@ test("RSS stays bounded by the flags over many requests", async () => {
     }
     samples.push(rssKiB(srv.proc.pid));
   }
+  await srv.stop();  // an orderly stop: the files queued are written and the budget held
   const files = fs.readdirSync(path.join(tmp, "rss")).map((f) => fs.statSync(path.join(tmp, "rss", f)).size);
   const disk = files.reduce((a, b) => a + b, 0);
   console.log(`# RSS KiB after each 8 requests: ${samples.join(" ")}; disk ${disk} bytes in ${files.length} files`);

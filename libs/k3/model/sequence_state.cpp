@@ -40,7 +40,7 @@ uint64_t SequenceState::bytesFor(const ModelConfig& c, size_t capacity) {
 size_t StateSnapshot::bytes() const {
   size_t b = tokens.size() * sizeof(int32_t) + lastLogits.size() * sizeof(float);
   for (const KdaState& k : kda) b += (k.S.size() + k.conv.size()) * sizeof(float);
-  for (const MlaRows& m : mla) b += (m.L.size() + m.R.size()) * sizeof(float);
+  for (const MlaRowsCopy& m : mla) b += (m.L.size() + m.R.size()) * sizeof(float);
   return b;
 }
 

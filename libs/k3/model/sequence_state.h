@@ -43,13 +43,13 @@ struct SequenceState {
 // needs nothing of the sequence it was taken from. The KDA recurrent states
 // and conv windows, the MLA latent rows of every position so far, the
 // tokens, and the last logits (so generation can start without refeeding).
-struct MlaRows {
+struct MlaRowsCopy {
   std::vector<float> L;  // [tokens × kv_lora_rank]
   std::vector<float> R;  // [tokens × rope dims]
 };
 struct StateSnapshot {
   std::vector<KdaState> kda;  // indexed by layer; MLA layers empty
-  std::vector<MlaRows> mla;   // indexed by layer; KDA layers empty
+  std::vector<MlaRowsCopy> mla;   // indexed by layer; KDA layers empty
   std::vector<int32_t> tokens;
   std::vector<float> lastLogits;
   size_t bytes() const;  // memory held
