@@ -240,6 +240,9 @@ void HttpServer::routes() {
           res.set_content(prometheusText(counters_, es, r.engine ? r.engine->queueDepth() : 0, opts_.engine.queue),
                           "text/plain; version=0.0.4");
         }));
+  s.Get("/slots", simple([this](const httplib::Request&, httplib::Response& res) {
+          res.set_content(slotsJson(needReady().engine->stats()), "application/json");
+        }));
   s.Post("/tokenize", simple([this](const httplib::Request& req, httplib::Response& res) {
            Ready r = needReady();
            simdjson::dom::parser parser;

@@ -1,5 +1,6 @@
 // Counters for GET /metrics in Prometheus' text format: requests by path and
-// status, and the engine's token, time, queue and expert-streaming figures.
+// status, and the engine's token, time, queue, batch, slot and expert-streaming
+// figures; GET /slots.
 // Thread-safety: RequestCounters is thread-safe (one mutex: handler threads
 // count concurrently); the text writer is pure.
 #pragma once
@@ -23,6 +24,11 @@ class RequestCounters {
   mutable std::mutex m_;
   std::map<std::pair<std::string, int>, uint64_t> byPathStatus_;
 };
+
+// GET /slots: {"slots":[{"id","state","prompt_tokens","fed_tokens",
+// "cached_tokens","generated_tokens","tokens_per_second"}, …]}, one per
+// --parallel slot (state idle | prefill | decode).
+std::string slotsJson(const EngineStats& engine);
 
 std::string prometheusText(const RequestCounters& requests, const EngineStats& engine, size_t queueDepth,
                            size_t queueCapacity);
