@@ -189,7 +189,8 @@ int serveMain(Args a) {
   so.expertTopP = a.expertTopP;
   k3::serve::Engine engine(*weights, tok, so, a.srv.engine);
   http.attach(tok, engine);
-  std::printf("listening on http://%s:%d\n", a.srv.host.c_str(), port);
+  const bool v6 = a.srv.host.find(':') != std::string::npos;
+  std::printf("listening on http://%s%s%s:%d\n", v6 ? "[" : "", a.srv.host.c_str(), v6 ? "]" : "", port);
   std::fflush(stdout);
   const int sig = k3::serve::waitForStopSignal();
   std::fprintf(stderr, "[k3-serve] signal %d: stopping\n", sig);
@@ -416,7 +417,8 @@ int main(int argc, char** argv) {
   app.add_flag("--no-bos", a.noBos, "do not prepend the config's BOS to a raw prompt");
   app.add_flag("--json", a.json, "print results and stats as one JSON object");
   app.add_flag("--serve", a.serve, "serve the OpenAI API (/v1/chat/completions, ...) and the web chat at /");
-  app.add_option("--host", a.srv.host, "--serve: address to bind (default 127.0.0.1; others need an API key)");
+  app.add_option("--host", a.srv.host,
+                 "--serve: IP address to bind (default 127.0.0.1; not loopback needs an API key)");
   app.add_option("--port", a.srv.port, "--serve: TCP port (default 8080; 0 = any free one)");
   app.add_option("--api-key", a.srv.apiKey, "--serve: require Authorization: Bearer KEY");
   app.add_option("--api-key-file", a.apiKeyFile, "--serve: read the API key from a file");
@@ -433,6 +435,12 @@ int main(int argc, char** argv) {
   app.add_option("--stream-interval-ms", a.srv.streamIntervalMs,
                  "--serve: send streamed output at most this often, ms (default 10; 0 = every token)");
   app.add_option("--cors", a.srv.corsOrigin, "--serve: allow this browser origin (CORS off by default)");
+  app.add_option("--max-connections", a.srv.maxConnections,
+                 "--serve: open client connections; past it a 503 and close (default 512)");
+  app.add_option("--request-timeout", a.srv.requestTimeoutSeconds,
+                 "--serve: seconds for a request's headers and body, whole (default 10; then 408)");
+  app.add_option("--keep-alive-timeout", a.srv.keepAliveSeconds,
+                 "--serve: seconds an idle connection stays open between requests (default 5)");
   std::string isa;
   k3app::addIsaOption(app, isa);
   const k3app::ErrorPolicy errors{.app = "k3-run", .json = [&] { return a.json; }};

@@ -93,4 +93,23 @@ std::string slotsJson(const EngineStats& e) {
   return out.str();
 }
 
+std::string connectionMetricsText(const ConnectionStats& c, size_t maxConnections) {
+  std::ostringstream o;
+  o.precision(17);
+  metric(o, "k3_connections_open", "gauge", "Client connections open (idle, reading or being answered).",
+         static_cast<double>(c.open));
+  metric(o, "k3_connections_limit", "gauge", "Client connections that may be open (--max-connections).",
+         static_cast<double>(maxConnections));
+  metric(o, "k3_connections_accepted_total", "counter", "Client connections accepted.", static_cast<double>(c.accepted));
+  metric(o, "k3_connections_refused_total", "counter",
+         "Connections answered 503 and closed because --max-connections were open.",
+         static_cast<double>(c.refusedAtLimit));
+  metric(o, "k3_requests_timed_out_total", "counter",
+         "Requests not complete within --request-timeout (answered 408, closed).", static_cast<double>(c.timedOut));
+  metric(o, "k3_connections_idle_closed_total", "counter",
+         "Keep-alive connections closed after --keep-alive-timeout without a request.",
+         static_cast<double>(c.idleClosed));
+  return o.str();
+}
+
 }  // namespace k3::serve

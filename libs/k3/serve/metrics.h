@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "k3/serve/connection_loop.h"
 #include "k3/serve/engine.h"
 
 namespace k3::serve {
@@ -32,5 +33,8 @@ std::string slotsJson(const EngineStats& engine);
 
 std::string prometheusText(const RequestCounters& requests, const EngineStats& engine, size_t queueDepth,
                            size_t queueCapacity);
+
+// The connection loop's gauges and counters (open, refused at the cap, timed out, idle closed).
+std::string connectionMetricsText(const ConnectionStats& c, size_t maxConnections);
 
 }  // namespace k3::serve
