@@ -139,6 +139,7 @@ test("50 connections sending a header byte per second and 200 idle ones: /health
       const chatMs = Date.now() - t0;
       assert.equal(r.object, "chat.completion");
       assert.ok(r.usage.completion_tokens >= 1);
+      console.log(`# with 250 attackers: /health ${healthMs} ms, chat ${chatMs} ms`);
       assert.ok(healthMs < 1000, `/health took ${healthMs} ms`);
       assert.ok(chatMs < 1000, `the chat answer took ${chatMs} ms`);
       assert.ok(slow.every((s) => !s.destroyed && s.readyState === "open"), "the slow clients are still being read");
@@ -253,6 +254,10 @@ test("a prompt past --ctx is refused while it is being tokenized, naming the con
       return true;
     });
   }
+  const tk = await postJson(`${srv.url}/tokenize`, { content: words });
+  assert.equal(tk.status, 400);
+  assert.equal(tk.json.error.code, "context_length_exceeded");
+  assert.match(tk.json.error.message, /'content' has more than 256 tokens/);
   // A prompt that fits still runs.
   const ok = await client.completions.create({ model: "k3", prompt: "lorem ipsum ".repeat(20), max_tokens: 2 });
   assert.equal(ok.usage.completion_tokens, 2);

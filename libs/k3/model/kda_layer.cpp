@@ -20,7 +20,7 @@ void KdaState::reset() {
 }
 
 KdaLayer::KdaLayer(const ModelConfig& c, size_t maxChunk, size_t threads)
-    : D_(c.hiddenSize), P_(c.kdaProjDim()), d_(c.kdaHeadDim), H_(c.kdaNumHeads), K_(c.kdaConvKernel),
+    : maxChunk_(maxChunk), D_(c.hiddenSize), P_(c.kdaProjDim()), d_(c.kdaHeadDim), H_(c.kdaNumHeads), K_(c.kdaConvKernel),
       eps_(c.rmsNormEps), gMin_(c.kdaGateLowerBound) {
   for (auto* b : {&q_, &k_, &v_, &g_, &f_, &o_}) b->resize(maxChunk * P_);
   fa_.resize(maxChunk * d_);
@@ -43,7 +43,9 @@ void KdaLayer::forward(const KdaWeights& w, std::span<const KdaRows> seqs, const
     const size_t h0 = H_ * tid / nt, h1 = H_ * (tid + 1) / nt;
     if (h0 >= h1) return;
     linearRows(w.fb, fa_.data(), n, f_.data(), h0 * d_, h1 * d_);
-    for (const KdaRows& seq : seqs) heads(w, seq, h0, h1, tmp_.data() + tid * tmpPerThread(seq.n));
+    // Each thread's scratch at a fixed stride: threads reach different sequences at different times.
+    float* tmp = tmp_.data() + tid * tmpPerThread(maxChunk_);
+    for (const KdaRows& seq : seqs) heads(w, seq, h0, h1, tmp);
   });
   linear(pool, w.o, o_.data(), n, out);
 }

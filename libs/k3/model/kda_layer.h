@@ -48,7 +48,7 @@ class KdaLayer {
   // One thread's scratch for n tokens: decay, normalised q and k ([n·d] each), β [n].
   size_t tmpPerThread(size_t n) const { return n * (3 * d_ + 1); }
 
-  size_t D_, P_, d_, H_, K_;
+  size_t maxChunk_, D_, P_, d_, H_, K_;
   float eps_, gMin_;
   std::vector<float> q_, k_, v_, g_, fa_, f_, b_, o_;  // chunk buffers
   std::vector<float> tmp_;                             // per-thread tmpPerThread(maxChunk)

@@ -309,11 +309,18 @@ void HttpServer::routes() {
            const auto root = parseJsonBody(parser, req.body, opts_.jsonDepth);
            std::vector<int32_t> ids;
            simdjson::dom::element v;
+           // Bounded like a prompt: encoding stops once the text passes the context.
+           const size_t ctx = r.engine->contextSize();
            if (!root["content"].get(v)) {
-             for (uint32_t id : r.tok->encode(readString(v, "content"), false)) ids.push_back(static_cast<int32_t>(id));
+             std::vector<uint32_t> enc;
+             if (!r.tok->encodeAppendUpTo(readString(v, "content"), false, enc, ctx))
+               throw ApiError(400, "invalid_request_error", "content", "context_length_exceeded",
+                              "'content' has more than " + std::to_string(ctx) +
+                                  " tokens, the model's context (--ctx)");
+             ids.assign(enc.begin(), enc.end());
            } else if (!root["messages"].get(v)) {  // the prompt a chat completion would feed
-             RequestLimits lim{r.engine->contextSize(), opts_.jsonDepth, 4};
-             ids = renderChatPrompt(*r.tok, parseChatCompletionRequest(req.body, lim).chat, SIZE_MAX);
+             RequestLimits lim{ctx, opts_.jsonDepth, 4};
+             ids = renderChatPrompt(*r.tok, parseChatCompletionRequest(req.body, lim).chat, ctx);
            } else {
              invalidRequest("content", "give 'content' (text) or 'messages' (a chat)");
            }
