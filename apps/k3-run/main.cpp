@@ -428,9 +428,11 @@ int main(int argc, char** argv) {
   app.add_option("--api-key-file", a.apiKeyFile, "--serve: read the API key from a file");
   app.add_option("--model-name", a.srv.modelName, "--serve: model id in /v1/models (default k3)");
   app.add_option("--queue", a.srv.engine.queue, "--serve: requests that may wait for a free slot (default 8)");
+  // At most 256: the HTTP pool is sized by it before the model (and so the memory check) is loaded.
   app.add_option("--parallel", a.srv.engine.parallel,
                  "--serve: sequences generated at once (continuous batching), each with its state at --ctx "
-                 "(default 4)");
+                 "(1-256, default 4)")
+      ->check(CLI::Range(size_t{1}, size_t{256}));
   app.add_option("--batch-tokens", a.srv.engine.batchTokens,
                  "--serve: rows per forward step: a token of every running sequence plus pieces of waiting "
                  "prompts (default: --chunk); smaller keeps the running streams' inter-token time lower while "
