@@ -26,8 +26,8 @@ namespace {
 using namespace k3::tok;
 
 const char* const kWords[] = {"{\"", "\":", "\",", "\"}", "true", "false", "null", "\\u", "\\ud83d", "\\ude00", "12",
-                              "-0.5e+3", "[]", "{}", "\xE4\xBD", "\xA0", "\xF0\x9F", "argument key=\"", "\" type=\"",
-                              "string\"", "number\"", "object\"", "array\"", "json type=\"object\"", " ", "\n  ", "é"};
+                              "-0.5e+3", "[]", "{}", "\xE4\xBD", "\xA0\xA0", "\xF0\x9F", "argument key=\"", "\" type=\"",
+                              "string\"", "number\"", "object\"", "array\"", "json type=\"object\"", "  ", "\n  ", "é"};
 constexpr size_t kWordCount = sizeof(kWords) / sizeof(kWords[0]);
 
 Tokenizer makeTokenizer() {
