@@ -16,5 +16,5 @@ mkdir -p "$out"
 echo "== k3-repack"; "$bin/k3-repack" "$model" "$out/k3-mini" --bits 8
 echo "== k3-verify --full"; "$bin/k3-verify" "$out/k3-mini" --full
 echo "== k3-tokgen"; "$bin/k3-tokgen" "$out/k3-mini" -o "$out/k3-mini/tokenizer.json"
-echo "== k3-run -p"; "$bin/k3-run" "$out/k3-mini" -p "And God said unto Moses," -n 40
-echo "== k3-run --chat"; "$bin/k3-run" "$out/k3-mini" --chat -p 'What does the word "bread" mean?' -n 80
+echo "== k3-run -p"; "$bin/k3-run" "$out/k3-mini" -p "And God said unto Moses," -n 40 --temp 0
+echo "== k3-run --chat"; "$bin/k3-run" "$out/k3-mini" --chat -p 'What does the word "bread" mean?' -n 80 --temp 0

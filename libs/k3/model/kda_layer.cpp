@@ -42,7 +42,7 @@ void KdaLayer::forward(const KdaWeights& w, KdaState& st, const float* x, size_t
     const size_t h0 = H_ * tid / nt, h1 = H_ * (tid + 1) / nt;
     if (h0 < h1) linearRows(w.fb, fa_.data(), n, f_.data(), h0 * d_, h1 * d_);
     heads(w, st, n, h0, h1, tmp_.data() + tid * tmpPerThread(n));
-  });
+  }, threadsForMacs(pool, uint64_t{n} * H_ * d_ * (w.fb.cols + 4 * d_)));  // f rows, then the delta rule's passes over S
   linear(pool, w.o, o_.data(), n, out);
 }
 

@@ -60,7 +60,7 @@ void MlaLayer::forward(const MlaWeights& w, MlaCache& cache, const float* x, siz
   if (keep == 0) return;
   pool.run([&](size_t tid, size_t nt) {
     heads(w, cache, pos0 + n - keep, keep, H_ * tid / nt, H_ * (tid + 1) / nt, tmp_.data() + tid * tmpPerThread_);
-  });
+  }, threadsForMacs(pool, uint64_t{keep} * H_ * ((pos0 + n) * (2 * kvr_ + rope_) + (nope_ + vd_) * kvr_)));  // scores and weighted rows over the cache
   linear(pool, w.o, ctx_.data(), keep, out);
 }
 

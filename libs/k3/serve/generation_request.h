@@ -23,6 +23,7 @@ struct RequestLimits {
   size_t maxTokens = 4096;  // clamp on max_tokens (and the default)
   size_t jsonDepth = 64;
   size_t maxStops = 4;
+  model::SamplerOptions sampling{1.0f, 0, 1.0f, 0};  // defaults (the container's generation_config.json; else OpenAI's)
 };
 
 struct GenerationParams {

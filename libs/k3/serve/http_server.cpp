@@ -294,7 +294,7 @@ std::shared_ptr<GenerationJob> HttpServer::submitJob(const httplib::Request& req
   auto job = std::make_shared<GenerationJob>();
   Ready r = needReady();
   const size_t ctx = r.engine->contextSize();
-  RequestLimits lim{opts_.maxTokens ? std::min(opts_.maxTokens, ctx) : ctx, opts_.jsonDepth, 4};
+  RequestLimits lim{opts_.maxTokens ? std::min(opts_.maxTokens, ctx) : ctx, opts_.jsonDepth, 4, opts_.samplingDefaults};
   if (chat) {
     ChatCompletionRequest cr = parseChatCompletionRequest(req.body, lim);
     job->mode = GenerationJob::Mode::Chat;
