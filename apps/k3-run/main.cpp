@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +32,7 @@
 #include "k3/model/expert_top_p.h"
 #include "k3/model/generate.h"
 #include "k3/model/generation_defaults.h"
+#include "k3/model/logit_processors.h"
 #include "k3/model/logits_writer.h"
 #include "k3/model/model_weights.h"
 #include "k3/model/run_report.h"
@@ -56,13 +58,15 @@ using namespace k3::model;
 // a sampled run without --seed draws one. New sampler flags go here.
 struct SamplingFlags {
   SamplerOptions given;
-  CLI::Option *temp = nullptr, *topK = nullptr, *topP = nullptr, *seed = nullptr;
+  CLI::Option *temp = nullptr, *topK = nullptr, *topP = nullptr, *minP = nullptr, *seed = nullptr;
 
   void add(CLI::App& app) {
     temp = app.add_option("--temp", given.temperature,
                           "temperature; 0 = greedy (default: the container's generation_config.json, else 1)");
     topK = app.add_option("--top-k", given.topK, "keep the k most likely tokens (0 = all; default as --temp, else 0)");
     topP = app.add_option("--top-p", given.topP, "nucleus mass to keep (1 = all; default as --temp, else 1)");
+    minP = app.add_option("--min-p", given.minP,
+                          "keep tokens with p >= MIN_P x the top token's p (0 = off; default as --temp, else 0)");
     seed = app.add_option("--seed", given.seed, "sampling seed, 0..2^64-1 (same seed, same sample; default: drawn)")
                ->check(k3app::notNegative());
   }
@@ -72,6 +76,7 @@ struct SamplingFlags {
     if (temp->count()) s.temperature = given.temperature;
     if (topK->count()) s.topK = given.topK;
     if (topP->count()) s.topP = given.topP;
+    if (minP->count()) s.minP = given.minP;
     s.seed = seed->count() ? given.seed : 0;
     return s;
   }
@@ -92,6 +97,8 @@ struct Args {
   long long threadsArg = 0;  // signed: -1 is refused, not read as 2^64-1
   bool ctxGiven = false;     // without --ctx, --ids / --perplexity get the context they need
   SamplingFlags sampling;
+  LogitProcessorOptions processing;  // --presence-penalty, --frequency-penalty, --repeat-penalty
+  std::vector<std::string> logitBias;  // ID=V
   double expertGb = 0.0;
   float expertTopP = 1.0f;  // 1 = off
   std::string activations = "f32";
@@ -111,6 +118,28 @@ std::vector<std::string> spreadDirs(const Args& a) {
 std::vector<int32_t> readIds(const std::string& spec, const char* flag, const ModelConfig& c) {
   const std::vector<uint32_t> ids = tok::readIdList(spec, flag, static_cast<uint64_t>(c.vocabSize));
   return std::vector<int32_t>(ids.begin(), ids.end());  // < vocab_size <= 2^22
+}
+
+// --logit-bias ID=V entries (ranges checked with the vocabulary, in runMain).
+std::vector<std::pair<int32_t, float>> parseLogitBias(const std::vector<std::string>& specs) {
+  std::map<int32_t, float> bias;  // a repeated id: the last one holds
+  for (const std::string& s : specs) {
+    const size_t eq = s.find('=');
+    size_t used = 0, usedV = 0;
+    long long id = -1;
+    float v = 0;
+    try {
+      if (eq == std::string::npos) throw std::invalid_argument("no =");
+      id = std::stoll(s.substr(0, eq), &used);
+      v = std::stof(s.substr(eq + 1), &usedV);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (eq == std::string::npos || used != eq || usedV != s.size() - eq - 1 || id < 0 || id > INT32_MAX)
+      fail(ErrorKind::Usage, "--logit-bias ", s, ": expected TOKEN_ID=BIAS (e.g. 2050=-100)");
+    bias[static_cast<int32_t>(id)] = v;
+  }
+  return {bias.begin(), bias.end()};
 }
 
 // --ctx / --chunk against max_position_embeddings and this machine's memory,
@@ -473,6 +502,9 @@ int runMain(const Args& a) {
   GenerateOptions gen;
   gen.maxTokens = a.maxTokens;
   gen.sampling = sampling.options;
+  gen.processing = a.processing;
+  gen.processing.logitBias = parseLogitBias(a.logitBias);
+  checkLogitProcessorOptions(gen.processing, session.vocabSize());
   gen.stopIds = stopIds(cfg, tok ? &*tok : nullptr);
   if (a.chat) return runChat(a, session, *tok, sampler, gen, sampling);
   if (a.prompt.empty() && promptIds.empty())
@@ -503,6 +535,14 @@ int main(int argc, char** argv) {
   app.add_option("-n,--max-tokens", a.maxTokens, "tokens to generate (default 256; at most what the context holds)")
       ->check(k3app::notNegative());
   a.sampling.add(app);
+  app.add_option("--presence-penalty", a.processing.presencePenalty,
+                 "subtract this from the logit of every token already generated (-2..2, OpenAI's)");
+  app.add_option("--frequency-penalty", a.processing.frequencyPenalty,
+                 "subtract this x times generated from a token's logit (-2..2, OpenAI's)");
+  app.add_option("--repeat-penalty", a.processing.repetitionPenalty,
+                 "tokens in the prompt or output: logit / R if > 0, x R otherwise (llama.cpp/vLLM's; 1 = off)");
+  app.add_option("--logit-bias", a.logitBias, "ID=V: add V (-100..100) to token ID's logit; repeat or comma-list")
+      ->delimiter(',');
   app.add_option("--expert-gb", a.expertGb, "bound on resident routed-expert memory, GB (0 = none)");
   app.add_option("--expert-top-p", a.expertTopP,
                  "keep a token's highest-weight routed experts up to this cumulative weight, drop the "
@@ -545,6 +585,8 @@ int main(int argc, char** argv) {
     a.ctxGiven = ctxOpt->count() > 0;
     if (threadsOpt->count() && a.threadsArg != 0) a.threads = k3::checkThreadCount(a.threadsArg);
     k3::model::checkSamplerOptions(a.sampling.given);
+    k3::model::checkLogitProcessorOptions({a.processing.presencePenalty, a.processing.frequencyPenalty,
+                                           a.processing.repetitionPenalty}, SIZE_MAX);
     if (a.serve) {
       if (!a.prompt.empty() || a.chat || !a.ids.empty() || !a.promptIds.empty() || !a.perplexity.empty())
         k3::fail(k3::ErrorKind::Usage, "--serve goes alone: not with -p, --chat, --ids, --prompt-ids or --perplexity");

@@ -5,7 +5,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { execFileSync } from "node:child_process";
-import { BIN_DIR, SHARED_DIR, SOURCE_DIR, kimiPaths, loadTiktoken, readCorpus } from "./k3_oracle.mjs";
+import { BIN_DIR, SOURCE_DIR, kimiPaths, loadTiktoken, readCorpus } from "./k3_oracle.mjs";
 
 const args = process.argv.slice(2);
 const opt = (name, dflt) => {
@@ -22,13 +22,13 @@ if (!fs.existsSync(tokgen)) {
   process.exit(2);
 }
 
-// Default text: the spec and notes (English prose, tables, code) interleaved
+// Default text: the container and runtime docs (English prose, tables, code) interleaved
 // with the multilingual test corpus lines, repeated to the requested size.
 function defaultText() {
   const parts = [
-    fs.readFileSync(path.join(SHARED_DIR, "spec/K3_FORMAT_AND_MODEL.md"), "utf8"),
+    fs.readFileSync(path.join(SOURCE_DIR, "docs/CONTAINER.md"), "utf8"),
     readCorpus(path.join(SOURCE_DIR, "tests/tok/corpus.jsonl")).filter((t) => t.length < 400).join("\n"),
-    fs.readFileSync(path.join(SHARED_DIR, "notes/ENVIRONMENT_AND_STYLE.md"), "utf8"),
+    fs.readFileSync(path.join(SOURCE_DIR, "docs/K3_RUN.md"), "utf8"),
   ];
   const unit = parts.join("\n\n");
   let text = "";

@@ -12,7 +12,6 @@ export const KIMI_PATTERN =
   "[\\p{Han}]+|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}&&[^\\p{Han}]]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}&&[^\\p{Han}]]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}&&[^\\p{Han}]]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}&&[^\\p{Han}]]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 export const SOURCE_DIR = process.env.K3_SOURCE_DIR ?? path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
-export const SHARED_DIR = process.env.K3_SHARED_DIR ?? path.resolve(SOURCE_DIR, "../shared");
 export const BIN_DIR = process.env.K3_BIN_DIR ?? path.join(SOURCE_DIR, "build/tok/bin");
 
 export function countRanks(modelText) {
@@ -34,9 +33,10 @@ export function addedTokens(numBase, configPath) {
   return specials;
 }
 
-// The real Kimi vocabulary with K3's (reconstructed) added tokens.
+// The real Kimi vocabulary with K3's (reconstructed) added tokens, committed in
+// tests/data/kimi (provenance and licence in SOURCE.md there).
 export function kimiPaths() {
-  const dir = path.join(SHARED_DIR, "data/kimi");
+  const dir = path.join(SOURCE_DIR, "tests/data/kimi");
   return { model: path.join(dir, "tiktoken.model"), config: path.join(dir, "k3_added_tokens.reconstructed.json") };
 }
 

@@ -5,7 +5,7 @@
 //   tokens are reachable through several splits in any rank order (a harsh case
 //   for HF merges).
 // Plus a tokenizer_config.json naming the K3 added tokens at the same offsets
-// above num_base as K3 (from ../shared/data/kimi/k3_added_tokens.reconstructed.json).
+// above num_base as K3 (from tests/data/kimi/k3_added_tokens.reconstructed.json).
 import fs from "node:fs";
 
 // GPT-2 order of the 256 single bytes (ranks 0..255), as in the Kimi file.

@@ -10,7 +10,7 @@ namespace {
 
 using namespace k3::serve;
 
-RequestLimits limits() { return {100, 16, 4}; }
+RequestLimits limits() { return {100, 16, 4, 1000}; }
 
 ApiError errorOf(const std::string& body, bool chat = true) {
   try {
@@ -80,8 +80,21 @@ TEST(GenerationRequest, RefusalsNameTheField) {
   };
   const std::vector<Case> cases = {
       {"{" + kUser + R"(,"n":2})", "n", "unsupported_parameter"},
-      {"{" + kUser + R"(,"logprobs":true})", "logprobs", "unsupported_parameter"},
-      {"{" + kUser + R"(,"frequency_penalty":1})", "frequency_penalty", "unsupported_parameter"},
+      {"{" + kUser + R"(,"logprobs":3})", "logprobs", ""},
+      {"{" + kUser + R"(,"top_logprobs":2})", "top_logprobs", ""},
+      {"{" + kUser + R"(,"logprobs":true,"top_logprobs":21})", "top_logprobs", ""},
+      {"{" + kUser + R"(,"frequency_penalty":2.5})", "frequency_penalty", ""},
+      {"{" + kUser + R"(,"presence_penalty":-3})", "presence_penalty", ""},
+      {"{" + kUser + R"(,"repetition_penalty":0})", "repetition_penalty", ""},
+      {"{" + kUser + R"(,"min_p":1.5})", "min_p", ""},
+      {"{" + kUser + R"(,"logit_bias":{"x1":5}})", "logit_bias", ""},
+      {"{" + kUser + R"(,"logit_bias":{"-1":5}})", "logit_bias", ""},
+      {"{" + kUser + R"(,"logit_bias":{"1000":5}})", "logit_bias", ""},  // vocabulary 1000
+      {"{" + kUser + R"(,"logit_bias":{"5":101}})", "logit_bias.5", ""},
+      {"{" + kUser + R"(,"logit_bias":[1]})", "logit_bias", ""},
+      {"{" + kUser + R"(,"ignore_eos":true})", "ignore_eos", "unsupported_parameter"},
+      {"{" + kUser + R"(,"min_tokens":3})", "min_tokens", "unsupported_parameter"},
+      {"{" + kUser + R"(,"top_k":-2})", "top_k", ""},
       {"{" + kUser + R"(,"audio":{}})", "audio", "unsupported_parameter"},
       {"{" + kUser + R"(,"temperature":3})", "temperature", ""},
       {"{" + kUser + R"(,"max_tokens":0})", "max_tokens", ""},
@@ -98,6 +111,29 @@ TEST(GenerationRequest, RefusalsNameTheField) {
     EXPECT_EQ(e.code(), c.code) << c.body;
     EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
   }
+}
+
+TEST(GenerationRequest, SamplersPenaltiesAndLogprobsAreRead) {
+  auto r = parseChatCompletionRequest("{" + kUser + R"(,"presence_penalty":0.5,"frequency_penalty":-1,"repetition_penalty":1.3,"min_p":0.05,"logit_bias":{"7":-100,"3":2.5,"7":-50},"logprobs":true,"top_logprobs":4,"top_k":-1})", limits());
+  EXPECT_FLOAT_EQ(r.params.processing.presencePenalty, 0.5f);
+  EXPECT_FLOAT_EQ(r.params.processing.frequencyPenalty, -1.0f);
+  EXPECT_FLOAT_EQ(r.params.processing.repetitionPenalty, 1.3f);
+  EXPECT_FLOAT_EQ(r.params.sampling.minP, 0.05f);
+  EXPECT_EQ(r.params.sampling.topK, 0);  // -1: off
+  const std::vector<std::pair<int32_t, float>> bias = {{3, 2.5f}, {7, -50.0f}};  // sorted; a repeated id: the last
+  EXPECT_EQ(r.params.processing.logitBias, bias);
+  EXPECT_TRUE(r.params.logprobs);
+  EXPECT_EQ(r.params.topLogprobs, 4u);
+  r = parseChatCompletionRequest("{" + kUser + R"(,"logprobs":false,"cache_prompt":true,"ignore_eos":false,"min_tokens":0,"include_stop_str_in_output":false,"use_beam_search":false,"length_penalty":1.0})", limits());
+  EXPECT_FALSE(r.params.logprobs);
+  EXPECT_FALSE(r.params.processing.active());
+  auto c = parseCompletionRequest(R"({"prompt":"x","logprobs":0})", limits());
+  EXPECT_TRUE(c.params.logprobs);
+  EXPECT_EQ(c.params.topLogprobs, 0u);
+  c = parseCompletionRequest(R"({"prompt":"x","logprobs":5})", limits());
+  EXPECT_EQ(c.params.topLogprobs, 5u);
+  EXPECT_EQ(errorOf(R"({"prompt":"x","logprobs":true})", false).param(), "logprobs");
+  EXPECT_EQ(errorOf(R"({"prompt":"x","logprobs":21})", false).param(), "logprobs");
 }
 
 TEST(GenerationRequest, JsonDepthAndValidity) {

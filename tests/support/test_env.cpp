@@ -24,7 +24,7 @@ static std::string envOr(const char* name, const char* fallback) {
 }
 
 std::string sourceDir() { return envOr("K3_SOURCE_DIR", K3_SOURCE_DIR); }
-std::string sharedDir() { return envOr("K3_SHARED_DIR", K3_SHARED_DIR); }
+std::string kimiDataDir() { return sourceDir() + "/tests/data/kimi"; }
 std::string binDir() { return envOr("K3_BIN_DIR", K3_BIN_DIR); }
 std::string testTmp() {
   std::string t = envOr("K3_TEST_TMP", K3_TEST_TMP);

@@ -9,7 +9,7 @@
 namespace k3test {
 
 std::string sourceDir();  // repository root
-std::string sharedDir();  // ../shared (spec, real tokenizer data)
+std::string kimiDataDir();  // tests/data/kimi: the real Kimi vocabulary (see SOURCE.md there)
 std::string binDir();     // built apps: k3-repack, k3-verify, k3-tokgen, k3-run
 std::string testTmp();    // <build>/testdata, shared by all tests
 

@@ -19,7 +19,7 @@ TEST(TokAddedTokens, ReservedNamesUseAbsoluteIds) {
 }
 
 TEST(TokAddedTokens, RealK3ConfigNamesAndFlags) {
-  AddedTokens t = AddedTokens::fromConfig(k3test::sharedDir() + "/data/kimi/k3_added_tokens.reconstructed.json", 163584);
+  AddedTokens t = AddedTokens::fromConfig(k3test::kimiDataDir() + "/k3_added_tokens.reconstructed.json", 163584);
   EXPECT_EQ(t.find("[BOS]"), 163584u);
   EXPECT_EQ(t.find("<|end_of_msg|>"), 163586u);
   EXPECT_EQ(t.find("<|open|>"), 163587u);

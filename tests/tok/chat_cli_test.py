@@ -9,10 +9,10 @@ import os
 import subprocess
 
 SOURCE = os.environ.get("K3_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "../.."))
-SHARED = os.environ.get("K3_SHARED_DIR", os.path.join(SOURCE, "../shared"))
+KIMI = os.path.join(SOURCE, "tests/data/kimi")  # real Kimi vocabulary, see SOURCE.md there
 BIN = os.environ.get("K3_BIN_DIR", os.path.join(SOURCE, "build/release/bin"))
-MODEL = os.path.join(SHARED, "data/kimi/tiktoken.model")
-CONFIG = os.path.join(SHARED, "data/kimi/k3_added_tokens.reconstructed.json")
+MODEL = os.path.join(KIMI, "tiktoken.model")
+CONFIG = os.path.join(KIMI, "k3_added_tokens.reconstructed.json")
 TOKGEN = [os.path.join(BIN, "k3-tokgen"), "chat", MODEL, CONFIG]
 
 USER = {"role": "user", "content": "hi"}

@@ -13,15 +13,15 @@ import sys
 import tempfile
 
 SOURCE = os.environ.get("K3_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "../.."))
-SHARED = os.environ.get("K3_SHARED_DIR", os.path.join(SOURCE, "../shared"))
+KIMI = os.path.join(SOURCE, "tests/data/kimi")  # real Kimi vocabulary, see SOURCE.md there
 BIN = os.environ.get("K3_BIN_DIR", os.path.join(SOURCE, "build/release/bin"))
 sys.path.insert(0, os.path.join(SOURCE, "scripts"))
 
 import xtml_random_requests  # noqa: E402
 import xtml_ref  # noqa: E402
 
-MODEL = os.path.join(SHARED, "data/kimi/tiktoken.model")
-CONFIG = os.path.join(SHARED, "data/kimi/k3_added_tokens.reconstructed.json")
+MODEL = os.path.join(KIMI, "tiktoken.model")
+CONFIG = os.path.join(KIMI, "k3_added_tokens.reconstructed.json")
 N = 2400
 
 

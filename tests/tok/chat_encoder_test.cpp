@@ -20,8 +20,8 @@ using k3::tok::Tokenizer;
 using Ids = std::vector<uint32_t>;
 
 const Tokenizer& kimi() {
-  static const Tokenizer tok = Tokenizer::fromFiles(k3test::sharedDir() + "/data/kimi/tiktoken.model",
-                                                     k3test::sharedDir() + "/data/kimi/k3_added_tokens.reconstructed.json");
+  static const Tokenizer tok = Tokenizer::fromFiles(k3test::kimiDataDir() + "/tiktoken.model",
+                                                     k3test::kimiDataDir() + "/k3_added_tokens.reconstructed.json");
   return tok;
 }
 

@@ -18,7 +18,7 @@ namespace k3test {
 
 inline const k3::tok::Tokenizer& kimiTokenizer() {
   static const k3::tok::Tokenizer tok = k3::tok::Tokenizer::fromFiles(
-      sharedDir() + "/data/kimi/tiktoken.model", sharedDir() + "/data/kimi/k3_added_tokens.reconstructed.json");
+      kimiDataDir() + "/tiktoken.model", kimiDataDir() + "/k3_added_tokens.reconstructed.json");
   return tok;
 }
 

@@ -1,4 +1,4 @@
-// The real Kimi vocabulary (../shared/data/kimi): our C++ encoder and the
+// The real Kimi vocabulary (tests/data/kimi): our C++ encoder and the
 // tokenizer.json written by k3-tokgen, both against tiktoken@1.0.22 on the
 // corpus; encode/decode subcommands; deterministic tokenizer.json.
 import test from "node:test";

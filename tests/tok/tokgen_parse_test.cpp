@@ -11,7 +11,7 @@
 namespace {
 
 std::vector<std::string> kimiSource() {
-  return {k3test::sharedDir() + "/data/kimi/tiktoken.model", k3test::sharedDir() + "/data/kimi/k3_added_tokens.reconstructed.json"};
+  return {k3test::kimiDataDir() + "/tiktoken.model", k3test::kimiDataDir() + "/k3_added_tokens.reconstructed.json"};
 }
 
 std::vector<uint32_t> weatherCall(bool thinking) {

@@ -67,7 +67,7 @@ TEST(TokVocab, RejectsMalformedFiles) {
 }
 
 TEST(TokVocab, RealKimiVocabulary) {
-  Vocab v = Vocab::load(k3test::sharedDir() + "/data/kimi/tiktoken.model");
+  Vocab v = Vocab::load(k3test::kimiDataDir() + "/tiktoken.model");
   EXPECT_EQ(v.size(), 163584u);            // SOURCE.md
   EXPECT_EQ(v.bytes(0), "!");              // "IQ== 0"
   EXPECT_EQ(v.rank(v.bytes(163583)), 163583u);

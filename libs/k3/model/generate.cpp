@@ -22,8 +22,23 @@ GenerateResult generate(Session& session, Sampler& sampler, const GenerateOption
   GenerateResult r;
   r.tokens.reserve(maxTokens);
   std::chrono::steady_clock::time_point first, last;
+  // Bias and penalties act on a copy; off, the session's logits go straight
+  // to the sampler (greedy and seeded runs as before).
+  LogitProcessor processor(opts.processing, session.vocabSize());
+  std::vector<float> adjusted;
+  if (processor.active()) {
+    processor.addPrompt(session.history());
+    adjusted.resize(session.vocabSize());
+  }
   for (size_t i = 0; i < maxTokens; ++i) {
-    const int32_t id = sampler.sample(session.lastLogits());
+    const float* logits = session.lastLogits();
+    if (processor.active()) {
+      std::copy(logits, logits + adjusted.size(), adjusted.begin());
+      processor.apply(adjusted.data());
+      logits = adjusted.data();
+    }
+    const int32_t id = sampler.sample(logits);
+    processor.addGenerated(id);
     r.tokens.push_back(id);
     onToken(id);
     last = std::chrono::steady_clock::now();

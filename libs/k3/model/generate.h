@@ -1,4 +1,5 @@
-// Autoregressive generation on a Session: sample from the last logits, hand
+// Autoregressive generation on a Session: sample from the last logits (after
+// opts.processing's bias and penalties, when on), hand
 // the token to the caller, feed it back, until a stop id or the token limit
 // (clamped to the room left in the session's context).
 // Thread-safety: drives one Session and one Sampler, which must not be used
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "k3/io/thread_pool.h"
+#include "k3/model/logit_processors.h"
 #include "k3/model/sampler.h"
 #include "k3/model/session.h"
 
@@ -18,6 +20,7 @@ namespace k3::model {
 struct GenerateOptions {
   size_t maxTokens = 256;
   SamplerOptions sampling;
+  LogitProcessorOptions processing;  // bias and penalties (the session's history is the prompt)
   std::vector<int32_t> stopIds;  // eos ids and <|end_of_msg|>
   bool feedStopToken = false;    // keep the stop token in the state (chat turns)
 };

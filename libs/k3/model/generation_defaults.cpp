@@ -48,6 +48,8 @@ GenerationDefaults parseGenerationDefaults(std::string_view json, const std::str
       d.sampling.temperature = static_cast<float>(numberField(v, path, k, 0.0, kMaxTemperature));
     } else if (k == "top_p") {
       d.sampling.topP = static_cast<float>(numberField(v, path, k, 0.0, 1.0));
+    } else if (k == "min_p") {
+      d.sampling.minP = static_cast<float>(numberField(v, path, k, 0.0, 1.0));
     } else if (k == "top_k") {
       int64_t t = 0;
       if (v.get_int64().get(t) || t < 0 || t > kMaxTopK)

@@ -1,6 +1,6 @@
 // The sampling defaults every front end shares (k3-run -p/--chat, the API,
 // the web page): the container's generation_config.json (temperature, top_p,
-// top_k; do_sample false = greedy) where it has one, else OpenAI's T = 1,
+// top_k, min_p; do_sample false = greedy) where it has one, else OpenAI's T = 1,
 // top_p = 1. Flags and request fields override them one by one.
 // Thread-safety: a pure reader.
 #pragma once

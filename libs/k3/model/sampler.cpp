@@ -25,6 +25,8 @@ void checkSamplerOptions(const SamplerOptions& o) {
     fail(ErrorKind::Usage, "--top-p ", o.topP, ": must be a number in [0, 1] (1 = all)");
   if (o.topK < 0 || o.topK > kMaxTopK)
     fail(ErrorKind::Usage, "--top-k ", o.topK, ": must be in [0, ", kMaxTopK, "] (0 = all)");
+  if (!(o.minP >= 0.0f && o.minP <= 1.0f))
+    fail(ErrorKind::Usage, "--min-p ", o.minP, ": must be a number in [0, 1] (0 = off)");
 }
 
 Rng::Rng(uint64_t seed) {
@@ -55,9 +57,8 @@ int32_t Sampler::argmax(const float* logits, size_t n) {
   return static_cast<int32_t>(best);
 }
 
-int32_t Sampler::sample(const float* logits) {
+size_t Sampler::keep(const float* logits, double& total) {
   const size_t V = order_.size();
-  if (opts_.temperature <= 0.0f) return argmax(logits, V);
   for (size_t i = 0; i < V; ++i) order_[i] = static_cast<uint32_t>(i);
   // Descending logits, ties by lower id (a total order: reproducible).
   auto byLogit = [&](uint32_t a, uint32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
@@ -69,7 +70,7 @@ int32_t Sampler::sample(const float* logits) {
     std::sort(order_.begin(), order_.end(), byLogit);
   }
   const float maxL = logits[order_[0]];
-  double total = 0.0;
+  total = 0.0;
   for (size_t i = 0; i < kept; ++i) {
     prob_[i] = std::exp((logits[order_[i]] - maxL) / opts_.temperature);
     total += prob_[i];
@@ -88,6 +89,22 @@ int32_t Sampler::sample(const float* logits) {
     kept = cut;
     total = run;
   }
+  if (opts_.minP > 0.0f) {
+    // prob_ is exp((l − max)/T): the ratio to the top token's probability.
+    // The top token always stays.
+    size_t cut = 1;
+    double run = prob_[0];
+    while (cut < kept && prob_[cut] >= opts_.minP) run += prob_[cut++];
+    kept = cut;
+    total = run;
+  }
+  return kept;
+}
+
+int32_t Sampler::sample(const float* logits) {
+  if (opts_.temperature <= 0.0f) return argmax(logits, order_.size());
+  double total = 0.0;
+  const size_t kept = keep(logits, total);
   const double r = rng_.uniform() * total;
   double run = 0.0;
   for (size_t i = 0; i < kept; ++i) {
@@ -95,6 +112,18 @@ int32_t Sampler::sample(const float* logits) {
     if (run >= r) return static_cast<int32_t>(order_[i]);
   }
   return static_cast<int32_t>(order_[kept - 1]);
+}
+
+std::vector<std::pair<int32_t, double>> Sampler::candidates(const float* logits) {
+  std::vector<std::pair<int32_t, double>> out;
+  if (opts_.temperature <= 0.0f) {
+    out.emplace_back(argmax(logits, order_.size()), 1.0);
+    return out;
+  }
+  double total = 0.0;
+  const size_t kept = keep(logits, total);
+  for (size_t i = 0; i < kept; ++i) out.emplace_back(static_cast<int32_t>(order_[i]), prob_[i] / total);
+  return out;
 }
 
 }  // namespace k3::model

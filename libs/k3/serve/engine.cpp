@@ -31,9 +31,11 @@ Engine::Engine(const model::ModelWeights& w, const tok::Tokenizer& tok, const mo
 
 void Engine::shutdown() {
   if (!worker_.joinable()) return;
+  stopping_ = true;
   for (auto& job : queue_.close()) {
     std::lock_guard<std::mutex> lock(job->m);
     job->error = "the server is shutting down";
+    job->errorStatus = 503;
     job->done = true;
     job->cv.notify_all();
   }
@@ -84,6 +86,11 @@ void Engine::work() {
     {
       std::lock_guard<std::mutex> lock(job->m);
       job->error = error;
+      // Cut by the shutdown: an error (503 / an error event), never a finish.
+      if (error.empty() && stopping_ && job->finishReason == "cancelled") {
+        job->error = "the server is shutting down; the generation was cut";
+        job->errorStatus = 503;
+      }
       job->done = true;
     }
     job->cv.notify_all();

@@ -8,6 +8,7 @@
 // only.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -73,6 +74,7 @@ class Engine {
   mutable std::mutex statsMutex_;  // guards stats_ and running_
   GenerationJob* running_ = nullptr;
   EngineStats stats_;
+  std::atomic<bool> stopping_{false};  // shutdown(): a cancelled job ends as a 503, not as finished
   std::thread worker_;
 };
 

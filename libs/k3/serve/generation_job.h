@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "k3/serve/generation_request.h"
@@ -18,12 +19,23 @@
 
 namespace k3::serve {
 
+// One generated token's log-probabilities (logprobs requested), as the
+// response writes them: the token's bytes, its value, the alternatives.
+struct LogprobEntry {
+  std::string token;  // the token's bytes (may be part of a UTF-8 character)
+  float logprob = 0.0f;
+  std::vector<std::pair<std::string, float>> top;  // top_logprobs, most likely first
+};
+
 struct OutputDelta {
-  enum class Kind { Reasoning, Content, ToolCall };
+  // Logprob: one generated token's entry, pushed before the text that token
+  // produced (if any); the HTTP side attaches it to the next chunk it sends.
+  enum class Kind { Reasoning, Content, ToolCall, Logprob };
   Kind kind = Kind::Content;
   std::string text;  // reasoning/content text, or a tool call's arguments fragment
   int toolIndex = 0;            // ToolCall
   std::string toolId, toolName; // ToolCall: set on the call's first delta
+  LogprobEntry logprob;         // Logprob
 };
 
 struct GenerationUsage {
@@ -50,9 +62,10 @@ struct GenerationJob {
   std::condition_variable cv;
   std::vector<OutputDelta> pending;  // not yet taken by the HTTP side
   bool done = false;
-  std::string finishReason;  // stop | length | tool_calls | cancelled
+  std::string finishReason;  // stop | length | tool_calls | malformed | cancelled
   std::string malformed;     // chat: the output broke the XTML grammar here (generation ended)
-  std::string error;         // engine failure (a bug or resource problem)
+  std::string error;         // engine failure (a bug or resource problem), or the shutdown
+  int errorStatus = 500;     // 503 when the server is shutting down
   GenerationUsage usage;
   double prefillSeconds = 0, decodeSeconds = 0, queueSeconds = 0;
 };

@@ -1,9 +1,12 @@
 #include "k3/serve/generation_request.h"
 
 #include <algorithm>
+#include <charconv>
+#include <map>
 #include <set>
 
 #include "k3/io/error.h"
+#include "k3/model/token_logprobs.h"
 #include "k3/serve/api_error.h"
 #include "k3/serve/json_body.h"
 #include "k3/tok/chat_request.h"
@@ -36,6 +39,26 @@ std::vector<std::string> readStops(element v, const RequestLimits& limits) {
   return stops;
 }
 
+// logit_bias: {"<token id>": bias in [-100, 100], ...}.
+std::vector<std::pair<int32_t, float>> readLogitBias(element v, const RequestLimits& limits) {
+  object o;
+  if (v.get_object().get(o)) invalidRequest("logit_bias", "'logit_bias' must be an object of token id → bias");
+  std::map<int32_t, float> bias;  // a repeated key: the last one holds
+  for (auto [k, bv] : o) {
+    const std::string key(k);
+    int64_t id = -1;
+    const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+    if (ec != std::errc() || end != key.data() + key.size() || id < 0 || id > INT32_MAX)
+      invalidRequest("logit_bias", "'logit_bias' key '" + key + "' is not a token id");
+    if (limits.vocabSize && static_cast<uint64_t>(id) >= limits.vocabSize)
+      invalidRequest("logit_bias", "'logit_bias' key " + key + " is outside the vocabulary (" +
+                                       std::to_string(limits.vocabSize) + " tokens)");
+    bias[static_cast<int32_t>(id)] =
+        static_cast<float>(readNumber(bv, "logit_bias." + key, -model::kMaxLogitBias, model::kMaxLogitBias));
+  }
+  return {bias.begin(), bias.end()};
+}
+
 void refuseUnless(bool ok, const std::string& key, const std::string& what) {
   if (!ok) invalidRequest(key, "'" + key + "' " + what + " is not supported by this server", "unsupported_parameter");
 }
@@ -53,8 +76,8 @@ bool readCommon(const std::string& key, element v, GenerationParams& p, const Re
     p.sampling.temperature = static_cast<float>(readNumber(v, key, 0.0, 2.0));
   } else if (key == "top_p") {
     p.sampling.topP = static_cast<float>(readNumber(v, key, 0.0, 1.0));
-  } else if (key == "top_k") {
-    p.sampling.topK = static_cast<int>(readInteger(v, key, 0, 1 << 24));
+  } else if (key == "top_k") {  // -1: off, as vLLM and llama-server write it
+    p.sampling.topK = std::max(0, static_cast<int>(readInteger(v, key, -1, 1 << 24)));
   } else if (key == "seed") {
     p.sampling.seed = static_cast<uint64_t>(readInteger(v, key, INT64_MIN, INT64_MAX));
     p.seeded = true;
@@ -71,20 +94,27 @@ bool readCommon(const std::string& key, element v, GenerationParams& p, const Re
     }
   } else if (key == "n" || key == "best_of") {
     refuseUnless(readInteger(v, key, 1, INT64_MAX) == 1, key, "> 1");
-  } else if (key == "logprobs") {
-    bool on = false;
-    int64_t k = 0;
-    if (!v.get_bool().get(on)) refuseUnless(!on, key, "true");
-    else if (!v.get_int64().get(k)) refuseUnless(k == 0, key, "> 0");
-    else invalidRequest(key, "'logprobs' must be a boolean or an integer");
-  } else if (key == "top_logprobs") {
-    refuseUnless(readInteger(v, key, 0, 20) == 0, key, "> 0");
-  } else if (key == "frequency_penalty" || key == "presence_penalty") {
-    refuseUnless(readNumber(v, key, -2.0, 2.0) == 0.0, key, "other than 0");
+  } else if (key == "min_p") {
+    p.sampling.minP = static_cast<float>(readNumber(v, key, 0.0, 1.0));
+  } else if (key == "presence_penalty") {
+    p.processing.presencePenalty = static_cast<float>(readNumber(v, key, -model::kMaxPenalty, model::kMaxPenalty));
+  } else if (key == "frequency_penalty") {
+    p.processing.frequencyPenalty = static_cast<float>(readNumber(v, key, -model::kMaxPenalty, model::kMaxPenalty));
+  } else if (key == "repetition_penalty") {
+    const double r = readNumber(v, key, 0.0, model::kMaxRepetitionPenalty);
+    if (r <= 0.0) invalidRequest(key, "'repetition_penalty' must be > 0 (1 = off)");
+    p.processing.repetitionPenalty = static_cast<float>(r);
   } else if (key == "logit_bias") {
-    object o;
-    if (v.get_object().get(o)) invalidRequest(key, "'logit_bias' must be an object");
-    refuseUnless(o.size() == 0, key, "with entries");
+    p.processing.logitBias = readLogitBias(v, limits);
+  } else if (key == "cache_prompt" || key == "length_penalty") {
+    // llama-server's cache_prompt: reuse is always on (--state-cache-gb) and
+    // never changes the output; vLLM's length_penalty: beam search only.
+    if (key == "cache_prompt") readBool(v, key);
+    else readNumber(v, key, -1e9, 1e9);
+  } else if (key == "include_stop_str_in_output" || key == "ignore_eos" || key == "use_beam_search") {
+    refuseUnless(!readBool(v, key), key, "true");  // vLLM's; false is what this server does
+  } else if (key == "min_tokens") {
+    refuseUnless(readInteger(v, key, 0, INT64_MAX) == 0, key, "> 0");  // vLLM's; 0 is what this server does
   } else if (key == "user" || key == "service_tier") {
     readString(v, key);  // accepted, no effect on generation
   } else if (key == "metadata" || key == "store") {
@@ -126,6 +156,11 @@ ChatCompletionRequest parseChatCompletionRequest(std::string_view body, const Re
       sawMessages = sawMessages || key == "messages";  // read by the chat-request reader below
     } else if (key == "parallel_tool_calls") {
       readBool(v, key);
+    } else if (key == "logprobs") {
+      if (v.is_int64() || v.is_uint64()) invalidRequest(key, "chat 'logprobs' is a boolean; give the count as 'top_logprobs'");
+      r.params.logprobs = readBool(v, key);
+    } else if (key == "top_logprobs") {
+      r.params.topLogprobs = static_cast<size_t>(readInteger(v, key, 0, model::kMaxTopLogprobs));
     } else if (key == "modalities") {
       simdjson::dom::array arr;
       if (v.get_array().get(arr)) invalidRequest(key, "'modalities' must be an array");
@@ -138,6 +173,8 @@ ChatCompletionRequest parseChatCompletionRequest(std::string_view body, const Re
     }
   });
   if (!sawMessages) invalidRequest("messages", "'messages' is required");
+  if (r.params.topLogprobs > 0 && !r.params.logprobs)
+    invalidRequest("top_logprobs", "'top_logprobs' needs 'logprobs': true");
   try {
     r.chat = tok::parseChatRequest(body, "request", {.developerAsSystem = true});
   } catch (const k3::Error& e) {
@@ -173,6 +210,10 @@ CompletionRequest parseCompletionRequest(std::string_view body, const RequestLim
       } else {
         invalidRequest("prompt", "'prompt' must be a string or an array of token ids");
       }
+    } else if (key == "logprobs") {  // completions: the number of alternatives per token
+      if (v.is_bool()) invalidRequest(key, "completions 'logprobs' is an integer (alternatives per token, 0-20)");
+      r.params.logprobs = true;
+      r.params.topLogprobs = static_cast<size_t>(readInteger(v, key, 0, model::kMaxTopLogprobs));
     } else if (key == "echo") {
       refuseUnless(!readBool(v, key), key, "true");
     } else if (key == "suffix") {

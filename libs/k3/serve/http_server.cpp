@@ -41,43 +41,65 @@ void sendError(httplib::Response& res, const ApiError& e) {
   res.set_content(errorEnvelope(e), "application/json");
 }
 
-// One log line per request, on stderr.
+// One log line per request, on stderr: a generation's token counts and how
+// it ended; the reason of every 4xx/5xx (and of a stream that ended in an
+// error event).
 void logLine(const std::string& method, const std::string& path, int status, const GenerationUsage* u,
-             Clock::time_point t0) {
+             Clock::time_point t0, const std::string& reason = "") {
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  const std::string why = reason.empty() ? "" : " — " + reason;
   if (u)
-    std::fprintf(stderr, "[k3-serve] %s %s %d prompt=%zu cached=%zu generated=%zu %.0f ms\n", method.c_str(),
-                 path.c_str(), status, u->promptTokens, u->cachedTokens, u->completionTokens, ms);
+    std::fprintf(stderr, "[k3-serve] %s %s %d prompt=%zu cached=%zu generated=%zu %.0f ms%s\n", method.c_str(),
+                 path.c_str(), status, u->promptTokens, u->cachedTokens, u->completionTokens, ms, why.c_str());
   else
-    std::fprintf(stderr, "[k3-serve] %s %s %d %.0f ms\n", method.c_str(), path.c_str(), status, ms);
+    std::fprintf(stderr, "[k3-serve] %s %s %d %.0f ms%s\n", method.c_str(), path.c_str(), status, ms, why.c_str());
 }
-void logLine(const httplib::Request& req, int status, const GenerationUsage* u, Clock::time_point t0) {
-  logLine(req.method, req.path, status, u, t0);
+void logLine(const httplib::Request& req, int status, const GenerationUsage* u, Clock::time_point t0,
+             const std::string& reason = "") {
+  logLine(req.method, req.path, status, u, t0, reason);
 }
 
 std::string finishFor(const GenerationJob& job) {
   return job.finishReason == "cancelled" ? "stop" : job.finishReason;
 }
 
+// How a generation ended, for its log line.
+std::string endingOf(const GenerationJob& job) {
+  if (!job.error.empty()) return "error: " + job.error;
+  std::string s = "finish=" + job.finishReason;
+  if (!job.malformed.empty()) s += ": model output off the XTML grammar: " + job.malformed;
+  return s;
+}
+
+ApiError jobError(const GenerationJob& job) {
+  return ApiError(job.errorStatus, job.errorStatus == 503 ? "service_unavailable" : "server_error", "", "", job.error);
+}
 
 // A non-stream answer: every delta gathered into one message, then one body.
 void answerWhole(GenerationJob& job, httplib::Response& res, const ResponseMeta& meta, bool chat, int fd,
                  std::chrono::milliseconds interval) {
   std::vector<OutputDelta> deltas;
+  std::vector<LogprobEntry> logprobs;
   tok::ChatMessage msg;
   DeltaReader reader(job, interval, kPoll);
   bool done = false;
   while (!done) {
     done = reader.take(deltas);
-    for (const auto& d : deltas) addDelta(msg, d);
+    for (auto& d : deltas) {
+      if (d.kind == OutputDelta::Kind::Logprob) logprobs.push_back(std::move(d.logprob));
+      else addDelta(msg, d);
+    }
     if (!done && peerClosed(fd)) job.cancel = true;  // keep waiting: the engine stops within a step
   }
+  size_t offset = 0;
+  const std::string lp = !job.params.logprobs ? "null" : chat ? chatLogprobsJson(logprobs)
+                                                              : completionLogprobsJson(logprobs, offset);
   if (!job.error.empty()) {
-    sendError(res, ApiError(500, "server_error", "", "", job.error));
+    sendError(res, jobError(job));
   } else if (chat) {
-    res.set_content(chatCompletionJson(meta, msg, finishFor(job), job.usage), "application/json");
+    res.set_content(chatCompletionJson(meta, msg, finishFor(job), job.usage, lp), "application/json");
   } else {
-    res.set_content(completionJson(meta, contentOf(msg), finishFor(job), job.usage), "application/json");
+    res.set_content(completionJson(meta, contentOf(msg), finishFor(job), job.usage, lp), "application/json");
   }
 }
 
@@ -88,21 +110,39 @@ bool streamAnswer(GenerationJob& job, httplib::DataSink& sink, const ResponseMet
   auto send = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
   if (chat && !send(sseEvent(chatChunkJson(meta, "{\"role\":\"assistant\",\"content\":\"\"}", "")))) return false;
   std::vector<OutputDelta> deltas;
+  // Logprob entries wait for the next chunk sent: each chunk carries those of
+  // the tokens produced since the previous one.
+  std::vector<LogprobEntry> logprobs;
+  size_t offset = 0;  // completions' text_offset
+  auto takeLogprobs = [&] {
+    if (!job.params.logprobs) return std::string("null");
+    std::string j = chat ? chatLogprobsJson(logprobs) : completionLogprobsJson(logprobs, offset);
+    logprobs.clear();
+    return j;
+  };
   DeltaReader reader(job, interval, kPoll);
   bool done = false;
   while (!done) {
     done = reader.take(deltas);
-    for (const auto& d : deltas) {
-      const std::string ev = chat ? chatChunkJson(meta, chatDeltaJson(d), "") : completionChunkJson(meta, d.text, "");
+    for (auto& d : deltas) {
+      if (d.kind == OutputDelta::Kind::Logprob) {
+        logprobs.push_back(std::move(d.logprob));
+        continue;
+      }
+      const std::string lp = takeLogprobs();
+      const std::string ev =
+          chat ? chatChunkJson(meta, chatDeltaJson(d), "", lp) : completionChunkJson(meta, d.text, "", lp);
       if (!send(sseEvent(ev))) return false;
     }
     if (!done && deltas.empty() && peerClosed(fd)) return false;
   }
   if (!job.error.empty()) {
-    send(sseEvent(errorEnvelope(ApiError(500, "server_error", "", "", job.error))));
+    // Cut (shutdown) or failed: an error event and no finish_reason chunk.
+    send(sseEvent(errorEnvelope(jobError(job))));
   } else {
-    const std::string fin = finishFor(job);
-    if (!send(sseEvent(chat ? chatChunkJson(meta, "{}", fin) : completionChunkJson(meta, "", fin)))) return false;
+    const std::string fin = finishFor(job), lp = takeLogprobs();
+    if (!send(sseEvent(chat ? chatChunkJson(meta, "{}", fin, lp) : completionChunkJson(meta, "", fin, lp))))
+      return false;
     if (job.params.includeUsage &&
         !send(sseEvent(chat ? chatUsageChunkJson(meta, job.usage) : completionUsageChunkJson(meta, job.usage))))
       return false;
@@ -161,16 +201,20 @@ void HttpServer::routes() {
   auto simple = [this](auto body) {
     return [this, body](const httplib::Request& req, httplib::Response& res) {
       const auto t0 = Clock::now();
+      std::string reason;
       try {
         body(req, res);
       } catch (const ApiError& e) {
         sendError(res, e);
+        reason = e.what();
       } catch (const std::exception& e) {
         sendError(res, ApiError(500, "server_error", "", "", e.what()));
+        reason = e.what();
       }
       if (res.status == -1) res.status = 200;
+      if (reason.empty() && res.status >= 400) reason = res.body;  // e.g. /health while loading
       counters_.count(req.path, res.status);
-      logLine(req, res.status, nullptr, t0);
+      logLine(req, res.status, nullptr, t0, reason);
     };
   };
 
@@ -258,6 +302,7 @@ void HttpServer::guardRoutes() {
         res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
       }
       counters_.count(req.path, res.status);
+      logLine(req, res.status, nullptr, Clock::now(), cors.empty() ? "CORS is off" : "");
       return httplib::Server::HandlerResponse::Handled;
     }
     // The page and the health probe are public; everything else needs the key.
@@ -270,7 +315,7 @@ void HttpServer::guardRoutes() {
         sendError(res, ApiError(401, "authentication_error", "", "invalid_api_key",
                                 "missing or wrong API key (Authorization: Bearer KEY)"));
         counters_.count(req.path, 401);
-        logLine(req, 401, nullptr, Clock::now());
+        logLine(req, 401, nullptr, Clock::now(), "missing or wrong API key");
         return httplib::Server::HandlerResponse::Handled;
       }
     }
@@ -285,7 +330,7 @@ void HttpServer::guardRoutes() {
                                           : "bad HTTP request";
     res.set_content(errorEnvelope(res.status, msg), "application/json");
     counters_.count(res.status == 404 ? "(unknown)" : req.path, res.status);
-    logLine(req, res.status, nullptr, Clock::now());
+    logLine(req, res.status, nullptr, Clock::now(), msg);
     return httplib::Server::HandlerResponse::Handled;
   }));
 }
@@ -294,7 +339,9 @@ std::shared_ptr<GenerationJob> HttpServer::submitJob(const httplib::Request& req
   auto job = std::make_shared<GenerationJob>();
   Ready r = needReady();
   const size_t ctx = r.engine->contextSize();
-  RequestLimits lim{opts_.maxTokens ? std::min(opts_.maxTokens, ctx) : ctx, opts_.jsonDepth, 4, opts_.samplingDefaults};
+  RequestLimits lim{opts_.maxTokens ? std::min(opts_.maxTokens, ctx) : ctx, opts_.jsonDepth, 4};
+  lim.vocabSize = r.engine->vocabSize();
+  lim.sampling = opts_.samplingDefaults;
   if (chat) {
     ChatCompletionRequest cr = parseChatCompletionRequest(req.body, lim);
     job->mode = GenerationJob::Mode::Chat;
@@ -329,7 +376,7 @@ void HttpServer::generate(const httplib::Request& req, httplib::Response& res, b
   } catch (const ApiError& e) {
     sendError(res, e);
     counters_.count(req.path, res.status);
-    logLine(req, res.status, nullptr, t0);
+    logLine(req, res.status, nullptr, t0, e.what());
     return;
   }
   const int fd = findPeerSocket(req.remote_addr, req.remote_port, req.local_port);
@@ -339,9 +386,8 @@ void HttpServer::generate(const httplib::Request& req, httplib::Response& res, b
 
   if (!job->params.stream) {
     answerWhole(*job, res, meta, chat, fd, interval);
-    if (!job->malformed.empty()) std::fprintf(stderr, "[k3-serve] model output off the XTML grammar: %s\n", job->malformed.c_str());
     counters_.count(req.path, res.status == -1 ? 200 : res.status);
-    logLine(req, res.status == -1 ? 200 : res.status, &job->usage, t0);
+    logLine(req, res.status == -1 ? 200 : res.status, &job->usage, t0, endingOf(*job));
     return;
   }
 
@@ -353,10 +399,8 @@ void HttpServer::generate(const httplib::Request& req, httplib::Response& res, b
       },
       [this, job, method = req.method, path = req.path, t0](bool success) {
         if (!success) job->cancel = true;  // the client went away: stop its work
-        if (!job->malformed.empty())
-          std::fprintf(stderr, "[k3-serve] model output off the XTML grammar: %s\n", job->malformed.c_str());
         counters_.count(path, 200);
-        logLine(method, path, 200, &job->usage, t0);
+        logLine(method, path, 200, &job->usage, t0, success ? endingOf(*job) : "the client went away");
       });
 }
 

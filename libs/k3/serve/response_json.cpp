@@ -1,5 +1,8 @@
 #include "k3/serve/response_json.h"
 
+#include <charconv>
+#include <cmath>
+
 #include "k3/io/json_text.h"
 #include "k3/tok/chat_output_message.h"
 
@@ -14,7 +17,84 @@ std::string head(const ResponseMeta& m, const char* object) {
          ",\"model\":" + str(m.model);
 }
 
+// Shortest text that reads back as the same float; −inf (a masked token) as −9999.
+std::string logprobNumber(float v) {
+  if (!std::isfinite(v)) return "-9999.0";
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+std::string bytesArray(const std::string& b) {
+  std::string out = "[";
+  for (size_t i = 0; i < b.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(static_cast<unsigned char>(b[i]));
+  }
+  return out + "]";
+}
+
+std::string tokenLogprobJson(const std::string& token, float lp) {
+  return "{\"token\":" + str(token) + ",\"logprob\":" + logprobNumber(lp) + ",\"bytes\":" + bytesArray(token);
+}
+
+size_t codePoints(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
 }  // namespace
+
+std::string chatLogprobsJson(const std::vector<LogprobEntry>& entries) {
+  std::string out = "{\"content\":[";
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const LogprobEntry& e = entries[i];
+    if (i) out += ',';
+    out += tokenLogprobJson(e.token, e.logprob) + ",\"top_logprobs\":[";
+    for (size_t j = 0; j < e.top.size(); ++j) {
+      if (j) out += ',';
+      out += tokenLogprobJson(e.top[j].first, e.top[j].second) + "}";
+    }
+    out += "]}";
+  }
+  return out + "],\"refusal\":null}";
+}
+
+std::string completionLogprobsJson(const std::vector<LogprobEntry>& entries, size_t& textOffset) {
+  std::string tokens, values, tops, offsets;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const LogprobEntry& e = entries[i];
+    if (i) {  // (appends, not `sep + str(...)`: GCC 12 warns falsely on that)
+      tokens += ',';
+      values += ',';
+      offsets += ',';
+      tops += ',';
+    }
+    tokens += str(e.token);
+    values += logprobNumber(e.logprob);
+    offsets += std::to_string(textOffset);
+    textOffset += codePoints(e.token);
+    // A token → logprob object; equal keys appear once (the likelier). Keys
+    // compare as written: partial UTF-8 characters all become U+FFFD.
+    std::string top = "{";
+    std::vector<std::string> keys;
+    auto add = [&](const std::string& t, float lp) {
+      const std::string key = str(t);
+      for (const auto& k : keys)
+        if (k == key) return;
+      if (!keys.empty()) top += ',';
+      keys.push_back(key);
+      top += key + ":" + logprobNumber(lp);
+    };
+    for (const auto& [t, lp] : e.top) add(t, lp);
+    add(e.token, e.logprob);
+    tops += top;
+    tops += '}';
+  }
+  return "{\"tokens\":[" + tokens + "],\"token_logprobs\":[" + values + "],\"top_logprobs\":[" + tops +
+         "],\"text_offset\":[" + offsets + "]}";
+}
 
 void addDelta(tok::ChatMessage& m, const OutputDelta& d) {
   switch (d.kind) {
@@ -32,6 +112,7 @@ void addDelta(tok::ChatMessage& m, const OutputDelta& d) {
       c.arguments += d.text;
       break;
     }
+    case OutputDelta::Kind::Logprob: break;  // not part of the message
   }
 }
 
@@ -45,11 +126,11 @@ std::string usageJson(const GenerationUsage& u) {
 }
 
 std::string chatCompletionJson(const ResponseMeta& m, const tok::ChatMessage& msg, const std::string& finish,
-                               const GenerationUsage& u) {
+                               const GenerationUsage& u, const std::string& logprobsJson) {
   tok::ChatMessage out = msg;
   out.role = "assistant";
   return head(m, "chat.completion") + ",\"choices\":[{\"index\":0,\"message\":" + tok::assistantMessageJson(out) +
-         ",\"logprobs\":null,\"finish_reason\":" + finishJson(finish) + "}],\"usage\":" + usageJson(u) + "}";
+         ",\"logprobs\":" + logprobsJson + ",\"finish_reason\":" + finishJson(finish) + "}],\"usage\":" + usageJson(u) + "}";
 }
 
 std::string chatDeltaJson(const OutputDelta& d) {
@@ -57,6 +138,7 @@ std::string chatDeltaJson(const OutputDelta& d) {
     case OutputDelta::Kind::Reasoning: return "{\"reasoning_content\":" + str(d.text) + "}";
     case OutputDelta::Kind::Content: return "{\"content\":" + str(d.text) + "}";
     case OutputDelta::Kind::ToolCall: break;
+    case OutputDelta::Kind::Logprob: return "{}";
   }
   std::string call = "{\"index\":" + std::to_string(d.toolIndex);
   if (!d.toolId.empty()) call += ",\"id\":" + str(d.toolId) + ",\"type\":\"function\"";
@@ -66,9 +148,10 @@ std::string chatDeltaJson(const OutputDelta& d) {
   return "{\"tool_calls\":[" + call + "]}";
 }
 
-std::string chatChunkJson(const ResponseMeta& m, const std::string& deltaJson, const std::string& finish) {
+std::string chatChunkJson(const ResponseMeta& m, const std::string& deltaJson, const std::string& finish,
+                          const std::string& logprobsJson) {
   return head(m, "chat.completion.chunk") + ",\"choices\":[{\"index\":0,\"delta\":" + deltaJson +
-         ",\"logprobs\":null,\"finish_reason\":" + finishJson(finish) + "}]}";
+         ",\"logprobs\":" + logprobsJson + ",\"finish_reason\":" + finishJson(finish) + "}]}";
 }
 
 std::string chatUsageChunkJson(const ResponseMeta& m, const GenerationUsage& u) {
@@ -76,14 +159,15 @@ std::string chatUsageChunkJson(const ResponseMeta& m, const GenerationUsage& u) 
 }
 
 std::string completionJson(const ResponseMeta& m, const std::string& text, const std::string& finish,
-                           const GenerationUsage& u) {
+                           const GenerationUsage& u, const std::string& logprobsJson) {
   return head(m, "text_completion") + ",\"choices\":[{\"index\":0,\"text\":" + str(text) +
-         ",\"logprobs\":null,\"finish_reason\":" + finishJson(finish) + "}],\"usage\":" + usageJson(u) + "}";
+         ",\"logprobs\":" + logprobsJson + ",\"finish_reason\":" + finishJson(finish) + "}],\"usage\":" + usageJson(u) + "}";
 }
 
-std::string completionChunkJson(const ResponseMeta& m, const std::string& text, const std::string& finish) {
+std::string completionChunkJson(const ResponseMeta& m, const std::string& text, const std::string& finish,
+                                const std::string& logprobsJson) {
   return head(m, "text_completion") + ",\"choices\":[{\"index\":0,\"text\":" + str(text) +
-         ",\"logprobs\":null,\"finish_reason\":" + finishJson(finish) + "}]}";
+         ",\"logprobs\":" + logprobsJson + ",\"finish_reason\":" + finishJson(finish) + "}]}";
 }
 
 std::string completionUsageChunkJson(const ResponseMeta& m, const GenerationUsage& u) {

@@ -14,7 +14,7 @@ OutputDelta text(OutputDelta::Kind kind, std::string t) {
 }
 
 void push(GenerationJob& job, OutputDelta d) {
-  if (d.text.empty() && d.kind != OutputDelta::Kind::ToolCall) return;
+  if (d.text.empty() && (d.kind == OutputDelta::Kind::Reasoning || d.kind == OutputDelta::Kind::Content)) return;
   {
     std::lock_guard<std::mutex> lock(job.m);
     job.pending.push_back(std::move(d));
@@ -29,8 +29,14 @@ SequenceDecoder::SequenceDecoder(GenerationJob& job, const tok::Tokenizer& tok, 
     : job_(job),
       tok_(tok),
       stopIds_(stopIds.begin(), stopIds.end()),
+      processor_(job.params.processing, vocabSize),
       sampler_(job.params.sampling, vocabSize),
       stop_(job.params.stop) {
+  if (processor_.active()) {
+    processor_.addPrompt(job.prompt);  // the repetition penalty counts the prompt too
+    adjusted_.resize(vocabSize);
+  }
+  if (job.params.logprobs) logprobs_.emplace(vocabSize);
   const size_t room = contextSize > job.prompt.size() ? contextSize - job.prompt.size() : 0;
   maxTokens_ = std::min(job.params.maxTokens, room);
   // Chat output goes through the XTML output parser (channels, tool calls);
@@ -38,7 +44,19 @@ SequenceDecoder::SequenceDecoder(GenerationJob& job, const tok::Tokenizer& tok, 
   if (job.mode == GenerationJob::Mode::Chat) parser_.emplace(tok_, job.tools, job.thinking, job.callIdPrefix);
 }
 
-int32_t SequenceDecoder::pick(const float* logits) { return sampler_.sample(logits); }
+int32_t SequenceDecoder::pick(const float* logits) {
+  // Untouched logits go to the sampler as they are: with every option off,
+  // greedy and seeded results are the bare sampler's.
+  if (processor_.active()) {
+    std::copy(logits, logits + adjusted_.size(), adjusted_.begin());
+    processor_.apply(adjusted_.data());
+    logits = adjusted_.data();
+  }
+  // (grammar mask: here, on the copy, disallowed ids = −inf)
+  const int32_t id = sampler_.sample(logits);
+  if (logprobs_) lastLogprob_ = logprobs_->compute(logits, id, job_.params.topLogprobs);
+  return id;
+}
 
 void SequenceDecoder::deliver() {
   for (auto& e : events_) {
@@ -62,7 +80,7 @@ void SequenceDecoder::deliver() {
       case tok::ChatOutputEvent::Kind::Done: finish_ = calls_ ? "tool_calls" : "stop"; break;
       case tok::ChatOutputEvent::Kind::Malformed:
         job_.malformed = e.error.message();
-        finish_ = calls_ ? "tool_calls" : "stop";
+        finish_ = "malformed";  // said as such, never "stop" (docs/SERVE.md)
         break;
     }
   }
@@ -72,6 +90,16 @@ void SequenceDecoder::deliver() {
 bool SequenceDecoder::accept(int32_t id) {
   produced_ += 1;
   job_.usage.completionTokens += 1;
+  processor_.addGenerated(id);
+  if (lastLogprob_) {
+    OutputDelta d;
+    d.kind = OutputDelta::Kind::Logprob;
+    d.logprob.token = tok_.tokenBytes(static_cast<uint32_t>(id));
+    d.logprob.logprob = lastLogprob_->logprob;
+    for (const auto& [alt, lp] : lastLogprob_->top) d.logprob.top.emplace_back(tok_.tokenBytes(static_cast<uint32_t>(alt)), lp);
+    lastLogprob_.reset();
+    push(job_, std::move(d));
+  }
   if (parser_) {
     parser_->feed(static_cast<uint32_t>(id), events_);
     deliver();

@@ -5,9 +5,11 @@
 // owns the batch (the engine's scheduler) feeds the accepted token back.
 //
 // The seam between batching and the API contract: everything that reads one
-// sequence's logits (sampler; later bias, penalties, grammar mask, logprobs)
-// lives behind pick(); everything that reads the sampled token behind
-// accept(). A batch of sequences is one SequenceDecoder per row.
+// sequence's logits lives behind pick(), in this order: copy → logit_bias →
+// penalties (model::LogitProcessor) → grammar mask → logprobs (log-softmax
+// of what is sampled from, before temperature) → temperature/top-k/top-p/
+// min-p → draw (model::Sampler); everything that reads the sampled token
+// behind accept(). A batch of sequences is one SequenceDecoder per row.
 // Thread-safety: one per generation, used from the engine's worker only; it
 // pushes deltas into its job under the job's lock.
 #pragma once
@@ -19,7 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "k3/model/logit_processors.h"
 #include "k3/model/sampler.h"
+#include "k3/model/token_logprobs.h"
 #include "k3/serve/generation_job.h"
 #include "k3/serve/stop_matcher.h"
 #include "k3/tok/chat_output_parser.h"
@@ -54,7 +58,11 @@ class SequenceDecoder {
   std::vector<int32_t> stopIds_;
   size_t maxTokens_ = 0;
   size_t produced_ = 0;
+  model::LogitProcessor processor_;
   model::Sampler sampler_;
+  std::optional<model::LogprobCalculator> logprobs_;  // when the request asked for them
+  std::optional<model::TokenLogprob> lastLogprob_;    // pick()'s, delivered by accept()
+  std::vector<float> adjusted_;                       // the copy pick() works on
   std::optional<tok::ChatOutputParser> parser_;
   std::vector<tok::ChatOutputEvent> events_;
   tok::Utf8Holdback rawText_;
