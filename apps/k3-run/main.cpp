@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -99,6 +100,7 @@ struct Args {
   SamplingFlags sampling;
   LogitProcessorOptions processing;  // --presence-penalty, --frequency-penalty, --repeat-penalty
   std::vector<std::string> logitBias;  // ID=V
+  int logprobs = -1;                   // --logprobs N (with --json)
   double expertGb = 0.0;
   float expertTopP = 1.0f;  // 1 = off
   std::string activations = "f32";
@@ -142,12 +144,32 @@ std::vector<std::pair<int32_t, float>> parseLogitBias(const std::vector<std::str
   return {bias.begin(), bias.end()};
 }
 
+// --logprobs: per generated token {"id", "logprob", "top": [[id, logprob], ...]}.
+void addLogprobs(JsonObject& j, const std::vector<TokenLogprob>& lps) {
+  auto num = [](float v) {
+    char buf[32];
+    return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+  };
+  std::string arr = "[";
+  for (size_t i = 0; i < lps.size(); ++i) {
+    arr += (i ? ",{\"id\":" : "{\"id\":") + std::to_string(lps[i].id) + ",\"logprob\":" + num(lps[i].logprob) + ",\"top\":[";
+    for (size_t k = 0; k < lps[i].top.size(); ++k)
+      arr += (k ? ",[" : "[") + std::to_string(lps[i].top[k].first) + "," + num(lps[i].top[k].second) + "]";
+    arr += "]}";
+  }
+  j.raw("logprobs", arr + "]");
+}
+
 // --ctx / --chunk against max_position_embeddings and this machine's memory,
 // before the Session allocates anything.
 void checkContext(const Args& a, const ModelConfig& c, size_t ctx) {
   model::ContextRequest r;
   r.ctx = ctx;
   r.chunk = a.chunk;
+  if (a.serve) {  // --parallel sequences, --batch-tokens rows per step
+    r.parallel = a.srv.engine.parallel;
+    if (a.srv.engine.batchTokens) r.chunk = a.srv.engine.batchTokens;
+  }
   r.threads = a.threads ? a.threads : std::max(1u, std::thread::hardware_concurrency());
   r.ctxGiven = a.ctxGiven;
   model::checkContextLimits(c, r, physicalMemoryBytes());
@@ -226,6 +248,11 @@ int serveMain(Args a) {
   }
   a.srv.engine.stateCacheBytes = static_cast<uint64_t>(a.stateCacheGb * 1e9);
   a.srv.samplingDefaults = readGenerationDefaults(a.dir).sampling;  // what a request without the fields gets
+  a.srv.engine.logBatches = true;
+  if (a.srv.engine.parallel == 0) fail(ErrorKind::Usage, "--parallel 0: must be at least 1");
+  if (a.srv.engine.batchTokens && a.srv.engine.batchTokens < a.srv.engine.parallel)
+    fail(ErrorKind::Usage, "--batch-tokens ", a.srv.engine.batchTokens, " is less than --parallel ",
+         a.srv.engine.parallel, ": every sequence in flight feeds a token each step");
   k3::serve::HttpServer http(a.srv);
   const int port = http.start();  // /health answers 503 while the model loads
   auto checked = verify::checkContainerGate(a.dir, spreadDirs(a));  // k3-verify's fast checks before mapping anything
@@ -237,13 +264,14 @@ int serveMain(Args a) {
   const tok::Tokenizer tok = tok::Tokenizer::fromDirectory(a.dir);
   SessionOptions so;
   so.threads = a.threads;
-  so.chunk = std::min(a.chunk, a.ctx);
+  so.chunk = std::max(std::min(a.chunk, a.ctx), a.srv.engine.parallel);  // a step holds a row per sequence
   so.maxContext = a.ctx;
   so.expertBudget = static_cast<uint64_t>(a.expertGb * 1e9);
   so.expertTopP = a.expertTopP;
   k3::serve::Engine engine(*weights, tok, so, a.srv.engine);
   http.attach(tok, engine);
-  std::printf("listening on http://%s:%d\n", a.srv.host.c_str(), port);
+  const bool v6 = a.srv.host.find(':') != std::string::npos;
+  std::printf("listening on http://%s%s%s:%d\n", v6 ? "[" : "", a.srv.host.c_str(), v6 ? "]" : "", port);
   std::fflush(stdout);
   const int sig = k3::serve::waitForStopSignal();
   std::fprintf(stderr, "[k3-serve] signal %d: stopping\n", sig);
@@ -445,6 +473,7 @@ int runGenerate(const Args& a, const ModelConfig& cfg, Session& session, const t
     addGenerated(j, ids, g.tokens, g.stopped);
     if (tok) j.add("text", text);
     j.add("cut_by_context", g.cutByContext);
+    if (a.logprobs >= 0) addLogprobs(j, g.logprobs);
     j.add("decode_wall_tok_s", g.wallTokensPerSecond());
   });
   return 0;
@@ -503,6 +532,7 @@ int runMain(const Args& a) {
   gen.maxTokens = a.maxTokens;
   gen.sampling = sampling.options;
   gen.processing = a.processing;
+  gen.logprobs = a.logprobs;
   gen.processing.logitBias = parseLogitBias(a.logitBias);
   checkLogitProcessorOptions(gen.processing, session.vocabSize());
   gen.stopIds = stopIds(cfg, tok ? &*tok : nullptr);
@@ -541,6 +571,10 @@ int main(int argc, char** argv) {
                  "subtract this x times generated from a token's logit (-2..2, OpenAI's)");
   app.add_option("--repeat-penalty", a.processing.repetitionPenalty,
                  "tokens in the prompt or output: logit / R if > 0, x R otherwise (llama.cpp/vLLM's; 1 = off)");
+  app.add_option("--logprobs", a.logprobs,
+                 "with --json (-p, --prompt-ids): each token's log-probability (log-softmax after bias and "
+                 "penalties, before temperature) and the N most likely alternatives, 0..20")
+      ->check(CLI::Range(0, 20));
   app.add_option("--logit-bias", a.logitBias, "ID=V: add V (-100..100) to token ID's logit; repeat or comma-list")
       ->delimiter(',');
   app.add_option("--expert-gb", a.expertGb, "bound on resident routed-expert memory, GB (0 = none)");
@@ -565,16 +599,30 @@ int main(int argc, char** argv) {
   app.add_flag("--no-bos", a.noBos, "do not prepend the config's BOS to a raw prompt");
   app.add_flag("--json", a.json, "print results and stats as one JSON object");
   app.add_flag("--serve", a.serve, "serve the OpenAI API (/v1/chat/completions, ...) and the web chat at /");
-  app.add_option("--host", a.srv.host, "--serve: address to bind (default 127.0.0.1; others need an API key)");
+  app.add_option("--host", a.srv.host,
+                 "--serve: IP address to bind (default 127.0.0.1; not loopback needs an API key)");
   app.add_option("--port", a.srv.port, "--serve: TCP port (default 8080; 0 = any free one)");
   app.add_option("--api-key", a.srv.apiKey, "--serve: require Authorization: Bearer KEY");
   app.add_option("--api-key-file", a.apiKeyFile, "--serve: read the API key from a file");
   app.add_option("--model-name", a.srv.modelName, "--serve: model id in /v1/models (default k3)");
-  app.add_option("--queue", a.srv.engine.queue, "--serve: requests that may wait for the engine (default 8)");
+  app.add_option("--queue", a.srv.engine.queue, "--serve: requests that may wait for a free slot (default 8)");
+  app.add_option("--parallel", a.srv.engine.parallel,
+                 "--serve: sequences generated at once (continuous batching), each with its state at --ctx "
+                 "(default 4)");
+  app.add_option("--batch-tokens", a.srv.engine.batchTokens,
+                 "--serve: rows per forward step: a token of every running sequence plus pieces of waiting "
+                 "prompts (default: --chunk); smaller keeps the running streams' inter-token time lower while "
+                 "a long prompt is fed");
   app.add_option("--state-cache-gb", a.stateCacheGb, "--serve: state checkpoints kept for reuse, GB (0 = no reuse; default 1)");
   app.add_option("--stream-interval-ms", a.srv.streamIntervalMs,
                  "--serve: send streamed output at most this often, ms (default 10; 0 = every token)");
   app.add_option("--cors", a.srv.corsOrigin, "--serve: allow this browser origin (CORS off by default)");
+  app.add_option("--max-connections", a.srv.maxConnections,
+                 "--serve: open client connections; past it a 503 and close (default 512)");
+  app.add_option("--request-timeout", a.srv.requestTimeoutSeconds,
+                 "--serve: seconds for a request's headers and body, whole (default 10; then 408)");
+  app.add_option("--keep-alive-timeout", a.srv.keepAliveSeconds,
+                 "--serve: seconds an idle connection stays open between requests (default 5)");
   std::string isa;
   k3app::addIsaOption(app, isa);
   const k3app::ErrorPolicy errors{.app = "k3-run", .json = [&] { return a.json; }};
@@ -587,6 +635,8 @@ int main(int argc, char** argv) {
     k3::model::checkSamplerOptions(a.sampling.given);
     k3::model::checkLogitProcessorOptions({a.processing.presencePenalty, a.processing.frequencyPenalty,
                                            a.processing.repetitionPenalty}, SIZE_MAX);
+    if (a.logprobs >= 0 && (!a.json || a.chat || a.serve))
+      k3::fail(k3::ErrorKind::Usage, "--logprobs goes with --json and -p or --prompt-ids");
     if (a.serve) {
       if (!a.prompt.empty() || a.chat || !a.ids.empty() || !a.promptIds.empty() || !a.perplexity.empty())
         k3::fail(k3::ErrorKind::Usage, "--serve goes alone: not with -p, --chat, --ids, --prompt-ids or --perplexity");

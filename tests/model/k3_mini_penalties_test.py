@@ -5,7 +5,8 @@ the generated ids are checked step by step against scripts/sampler_ref.py, an
 independent numpy reference: each token is the argmax of the teacher-forced
 logits (`k3-run --ids --logits-out`) after the reference's bias/penalties over
 the run's prompt ids and the tokens generated before it. And the loop is
-broken: more distinct tokens than the bare run; a -100 bias bans its token."""
+broken: more distinct tokens than the bare run; a -100 bias bans its token.
+`k3-run --logprobs 3` gives the reference's log-softmax of those logits."""
 import json
 import os
 import subprocess
@@ -52,8 +53,9 @@ class K3MiniPenalties(unittest.TestCase):
 
     def run_k3(self, flags):
         r = subprocess.run([os.path.join(BIN, "k3-run"), self.model, "-p", PROMPT, "-n", str(N), "--threads", "1",
-                            "--json", "--temp", "0", *flags], capture_output=True, text=True, check=True)
+                            "--json", "--temp", "0", "--logprobs", "3", *flags], capture_output=True, text=True, check=True)
         j = json.loads(r.stdout)
+        self.logprobs = j["logprobs"]
         return j["prompt_ids"], j["tokens"]
 
     def check_steps(self, prompt, gen, opts):
@@ -67,6 +69,12 @@ class K3MiniPenalties(unittest.TestCase):
             row = sampler_ref.process(logits[len(prompt) - 1 + i], prompt, gen[:i], opts.get("presence", 0.0),
                                       opts.get("frequency", 0.0), opts.get("repetition", 1.0), opts.get("bias", []))
             self.assertLess(float(np.max(row) - row[tok]), 1e-4, f"step {i}: {tok} is not the processed argmax")
+            # k3-run --logprobs: log-softmax of the processed logits, the 3 best.
+            want = sampler_ref.log_softmax(row)
+            got = self.logprobs[i]
+            self.assertEqual(got["id"], tok)
+            self.assertAlmostEqual(got["logprob"], want[tok], delta=1e-4, msg=f"step {i}")
+            np.testing.assert_allclose([v for _, v in got["top"]], np.sort(want)[::-1][:3], atol=1e-4)
 
     def test_each_penalty_breaks_the_greedy_loop_as_defined(self):
         prompt, bare = self.run_k3([])

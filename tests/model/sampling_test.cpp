@@ -6,6 +6,7 @@
 #include "k3/io/error.h"
 #include "k3/io/process_memory.h"
 #include "k3/model/context_limits.h"
+#include "k3/model/sequence_state.h"
 #include "k3/model/generate.h"
 #include "k3/model/sampler.h"
 #include "model_fixtures.h"
@@ -252,6 +253,28 @@ TEST(ModelContextLimits, RefusesPastTheModelAndTheMemoryWithTheBytesNeeded) {
   EXPECT_NE(message(100000, 128, need - 1, false).find("the context (the ids given) 100000"), std::string::npos);
   // A chunk longer than the context is counted as the context.
   EXPECT_EQ(message(100, 100000, k3::model::sessionBytesEstimate(c, 100, 100, 1)), "ok");
+  // --serve --parallel: every further sequence holds its own state at --ctx
+  // (KDA states, MLA caches, tokens) and a row of logits; refused naming
+  // --parallel x --ctx and one sequence's size.
+  const uint64_t perSequence = k3::model::SequenceState::bytesFor(c, 100000) + uint64_t(c.vocabSize) * 4;
+  auto parallelMessage = [&](size_t parallel, uint64_t memory) {
+    try {
+      k3::model::checkContextLimits(c, {100000, 128, 1, true, parallel}, memory);
+    } catch (const ::k3::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("ok");
+  };
+  EXPECT_EQ(parallelMessage(4, need + 3 * perSequence), "ok");
+  EXPECT_EQ(parallelMessage(4, need + 3 * perSequence - 1).rfind("--parallel 4 x --ctx 100000: 4 sequences of ", 0), 0u)
+      << parallelMessage(4, need + 3 * perSequence - 1);
+  {  // the per-sequence bytes are what a SequenceState holds
+    k3::model::SequenceState s(c, 1000);
+    uint64_t held = s.lastLogits.size() * 4 + s.tokens.capacity() * 4;
+    for (const auto& k : s.kda) held += (k.S.size() + k.conv.size()) * 4;
+    for (const auto& m : s.mla) held += (m.L.size() + m.R.size()) * 4;
+    EXPECT_EQ(k3::model::SequenceState::bytesFor(c, 1000), held);
+  }
   c.maxPositionEmbeddings = 0;  // not in the config: only the memory bounds it
   EXPECT_NE(message(size_t{1} << 34, 128, lots).find("of memory, more than this machine's 1024.0 GiB"),
             std::string::npos);

@@ -61,4 +61,38 @@ TEST(ServeOptions, KeyCompareAndSafeDefaults) {
   }
 }
 
+// --host must be an IP address; loopback is 127.0.0.0/8, ::1 and ::ffff:127.x
+// (a name that merely starts with "127." is neither, and needs no DNS to be refused).
+TEST(ServeOptions, HostMustBeAnIpAddress) {
+  for (const char* host : {"127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1"}) {
+    EXPECT_TRUE(isLoopbackAddress(host)) << host;
+    ServeOptions o;
+    o.host = host;
+    EXPECT_NO_THROW(checkServeOptions(o)) << host;
+  }
+  for (const char* host : {"127.example.com", "127.0.0.1.nip.io", "localhost", "127.0.0", "", "127.0.0.1 "}) {
+    EXPECT_FALSE(isLoopbackAddress(host)) << host;
+    ServeOptions o;
+    o.host = host;
+    o.apiKey = std::string(host) + "-key";  // even with a key: not an address
+    try {
+      checkServeOptions(o);
+      ADD_FAILURE() << "accepted --host '" << host << "'";
+    } catch (const k3::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("is not an IP address"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_FALSE(isLoopbackAddress("128.0.0.1"));
+  EXPECT_FALSE(isLoopbackAddress("::2"));
+}
+
+// RFC 9110 11.1: the auth scheme is case-insensitive; the token is not.
+TEST(ServeOptions, BearerSchemeInAnyCase) {
+  for (const char* h : {"Bearer sk-1", "bearer sk-1", "BEARER sk-1", "bEaReR   sk-1", "Bearer sk-1 "})
+    EXPECT_EQ(bearerToken(h), "sk-1") << h;
+  for (const char* h : {"", "Bearer", "Bearersk-1", "Basic sk-1", "Bearer: sk-1", "Token sk-1"})
+    EXPECT_EQ(bearerToken(h), "") << h;
+  EXPECT_EQ(bearerToken("Bearer SK-1"), "SK-1");  // the key keeps its case
+}
+
 }  // namespace

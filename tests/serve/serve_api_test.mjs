@@ -170,6 +170,41 @@ test("abort mid-stream stops the generation; the next request is served at once"
   assert.equal(cancelled, before + 2, "the non-stream generation stopped early");
 });
 
+// Values are checked against k3-run --logits-out in serve_logprobs_test.py;
+// here the shape the official client sees, and greedy's defining relation:
+// the sampled token is the most likely one.
+test("logprobs through the official client: chat entries with bytes, completions' arrays, stream = whole", async () => {
+  const p = greedy(hello, 4, { logprobs: true, top_logprobs: 2 });
+  const r = await client.chat.completions.create(p);
+  const content = r.choices[0].logprobs.content;
+  assert.equal(content.length, r.usage.completion_tokens);
+  for (const e of content) {
+    assert.equal(typeof e.token, "string");
+    assert.ok(Array.isArray(e.bytes) && e.bytes.every((b) => Number.isInteger(b) && b >= 0 && b < 256));
+    if (!e.token.includes("\ufffd")) assert.equal(Buffer.from(e.bytes).toString("utf8"), e.token);
+    assert.ok(e.logprob <= 0);
+    assert.equal(e.top_logprobs.length, 2);
+    assert.ok(e.top_logprobs[0].logprob >= e.top_logprobs[1].logprob);
+    assert.equal(e.logprob, e.top_logprobs[0].logprob, "greedy samples the most likely token");
+  }
+  const s = await streamChat(client, p);
+  const streamed = s.chunks.flatMap((c) => c.choices?.[0]?.logprobs?.content ?? []);
+  assert.deepEqual(streamed, content);
+  assert.equal((await client.chat.completions.create(greedy(hello, 2))).choices[0].logprobs, null, "not asked: null");
+
+  const comp = await client.completions.create({ model: "k3-test", prompt: "Once upon a time", max_tokens: 5, temperature: 0, logprobs: 3 });
+  const lp = comp.choices[0].logprobs;
+  assert.equal(lp.tokens.length, 5);
+  assert.equal(lp.token_logprobs.length, 5);
+  assert.equal(lp.top_logprobs.length, 5);
+  assert.deepEqual(lp.text_offset.slice(0, 1), [0]);
+  for (let i = 0; i < 5; ++i) {
+    assert.ok(Object.keys(lp.top_logprobs[i]).length <= 4, "the 3 best and the sampled one");
+    assert.equal(Math.max(...Object.values(lp.top_logprobs[i])), lp.token_logprobs[i]);
+    if (i) assert.equal(lp.text_offset[i], lp.text_offset[i - 1] + [...lp.tokens[i - 1]].length);
+  }
+});
+
 test("completions: prompt text and the same prompt as ids give the same greedy text", async () => {
   const a = await client.completions.create({ model: "k3-test", prompt: "Once upon a time", max_tokens: 10, temperature: 0 });
   assert.equal(a.object, "text_completion");

@@ -20,14 +20,14 @@ export function modelDir() {
 
 // The tiny synthetic snapshot, edited in place by editSnapshot(srcDir) if
 // given, repacked to int8 under TMP/serve/NAME once (concurrent builders: the
-// first rename wins).
-export function tinyContainer(name, editSnapshot = () => {}) {
+// first rename wins). `preset`: another k3_synth preset (small).
+export function tinyContainer(name, editSnapshot = () => {}, preset = "tiny") {
   const dst = path.join(TMP, "serve", name);
   if (fs.existsSync(path.join(dst, "k3-manifest.json"))) return dst;
   fs.mkdirSync(path.dirname(dst), { recursive: true });
   const work = `${dst}.tmp-${process.pid}`;
   fs.rmSync(work, { recursive: true, force: true });
-  execFileSync("/usr/bin/python3", [path.join(SOURCE_DIR, "scripts/k3_synth.py"), "--preset", "tiny", "--seed", "1",
+  execFileSync("/usr/bin/python3", [path.join(SOURCE_DIR, "scripts/k3_synth.py"), "--preset", preset, "--seed", "1",
     "--out", `${work}/src`], { stdio: "inherit" });
   editSnapshot(`${work}/src`);
   execFileSync(path.join(BIN_DIR, "k3-repack"), [`${work}/src`, `${work}/c`, "--bits", "8"], { stdio: "inherit" });
@@ -57,8 +57,8 @@ export function k3MiniContainer() {
 
 // Starts `k3-run MODEL --serve --port 0 ...args`; resolves once it prints
 // "listening on http://HOST:PORT". stop() sends SIGTERM and awaits the exit.
-export async function startServer(args = [], { env = {} } = {}) {
-  const proc = spawn(K3_RUN, [modelDir(), "--serve", "--port", "0", "--threads", "1", ...args],
+export async function startServer(args = [], { env = {}, model = modelDir() } = {}) {
+  const proc = spawn(K3_RUN, [model, "--serve", "--port", "0", "--threads", "1", ...args],
     { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
   let log = "";
   proc.stderr.on("data", (d) => { log += d; });

@@ -1,5 +1,5 @@
 // The state cache on a real (tiny) model: which prefix a prompt resumes
-// from, checkpoints dropped when the history diverges, the byte budget, and
+// from, checkpoints unused once the history diverges from them, the byte budget, and
 // logits identical to a cold start whatever was reused.
 #include <gtest/gtest.h>
 
@@ -27,9 +27,9 @@ struct Fixture {
   }
   // What the engine does: resume, feed the rest, checkpoint.
   size_t serve(StateCache& c, const std::vector<int32_t>& prompt) {
-    const size_t reused = c.resume(live, prompt, true);
+    const size_t reused = c.resume(live.state(), prompt);
     live.feed(std::span<const int32_t>(prompt).subspan(reused));
-    c.checkpoint(live);
+    c.checkpoint(live.state());
     EXPECT_EQ(std::vector<float>(live.lastLogits(), live.lastLogits() + live.vocabSize()), coldLogits(prompt));
     return reused;
   }
@@ -48,7 +48,8 @@ TEST(StateCache, ResumesFromTheLongestHeldPrefixWithIdenticalLogits) {
   EXPECT_EQ(f.serve(c, seq({sys, u1, a1, u2})), sys.size() + u1.size() + a1.size() + u2.size());
   // The reply re-rendered differently (reasoning dropped) -> the checkpoint before that reply.
   EXPECT_EQ(f.serve(c, seq({sys, u1, {24}, u2})), sys.size() + u1.size());
-  // A checkpoint not on the new prompt's path is gone: only the sys+u1 one remains usable.
+  // A checkpoint whose MLA rows the live state no longer holds is not used:
+  // only the sys+u1 one remains usable.
   EXPECT_EQ(f.serve(c, seq({sys, u1, a1, u2})), sys.size() + u1.size());
   EXPECT_EQ(f.serve(c, seq({{99}, u2})), 0u);  // nothing shared: from token 0
 }
@@ -77,8 +78,9 @@ TEST(StateCache, StaleLiveLogitsAreNotReusedForTheWholePrompt) {
   StateCache c(1ull << 30);
   f.live.feed(seq({sys, u1}));  // no checkpoint taken, and say its logits are stale (a cancelled feed)
   const auto p = seq({sys, u1});
-  EXPECT_EQ(c.resume(f.live, p, false), 0u);
-  EXPECT_EQ(c.resume(f.live, seq({sys, u1, u2}), false), 0u);  // reset above: nothing held now
+  f.live.state().logitsCurrent = false;
+  EXPECT_EQ(c.resume(f.live.state(), p), 0u);
+  EXPECT_EQ(c.resume(f.live.state(), seq({sys, u1, u2})), 0u);  // reset above: nothing held now
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "k3/io/error.h"
 #include "k3/tok/chat_request.h"
 #include "support/test_env.h"
@@ -248,3 +250,24 @@ TEST(TokChatEncoder, Errors) {
 }
 
 }  // namespace
+
+// renderChat with a token limit (the server's prompt cap): overLimit exactly
+// when the whole rendering is longer; otherwise the same ids and segments.
+TEST(TokChatEncoder, TokenLimitStopsRenderingOnceThePromptIsLonger) {
+  const ChatRequest req = request({message("system", {"Be brief."}), message("user", {"Hello there, how are you?"}),
+                                   message("assistant", {"Fine."}), message("user", {"Tell me more about it."})},
+                                  true);
+  const k3::tok::RenderedChat whole = k3::tok::renderChat(kimi(), req);
+  ASSERT_GT(whole.ids.size(), 20u);
+  for (size_t limit : {size_t{0}, size_t{5}, whole.ids.size() - 1, whole.ids.size(), whole.ids.size() + 10}) {
+    const k3::tok::RenderedChat cut = k3::tok::renderChat(kimi(), req, limit);
+    EXPECT_EQ(cut.overLimit, whole.ids.size() > limit) << limit;
+    if (!cut.overLimit) {
+      EXPECT_EQ(cut.ids, whole.ids);
+      EXPECT_EQ(joined(cut), joined(whole));
+    } else {
+      ASSERT_LE(cut.ids.size(), whole.ids.size());
+      EXPECT_TRUE(std::equal(cut.ids.begin(), cut.ids.end(), whole.ids.begin())) << "a prefix";
+    }
+  }
+}

@@ -3,6 +3,7 @@
 // oracle_kimi_test.mjs for the full comparison; chat: chat_encoder_test.cpp), not by this code.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "k3/io/error.h"
@@ -88,4 +89,34 @@ TEST(TokTokenizer, FromDirectoryWithAndWithoutConfig) {
   // Plain text: pieces "<|", "open", "|>", "x", none of them a rank.
   EXPECT_EQ(named.encode("<|open|>x"), (Ids{'<', '|', 'o', 'p', 'e', 'n', '|', '>', 'x'}));
   EXPECT_THROW(Tokenizer::fromDirectory(dir + "/missing"), k3::Error);
+}
+
+// encodeAppendUpTo (the server's prompt cap): the full encoding when it fits
+// the limit, else false with a prefix of it; reference = encode() of the whole text.
+TEST(TokTokenizer, EncodeUpToALimitAgreesWithTheWholeEncoding) {
+  const Tokenizer& t = kimi();
+  const std::vector<std::string> texts = {
+      "Hello world, this is a test of 2024 numbers and   spaces\n\nnew lines",
+      "日本語のテキストと English mixed 😀 emoji <|open|>special<|close|> text",
+      std::string(3000, 'a') + " tail",  // one piece far longer than any token
+  };
+  for (const std::string& text : texts) {
+    for (bool special : {false, true}) {
+      const Ids whole = t.encode(text, special);
+      for (size_t limit : {size_t{0}, size_t{1}, size_t{3}, whole.size() - 1, whole.size(), whole.size() + 4}) {
+        Ids out = {42};  // appends after what is there
+        const bool fits = t.encodeAppendUpTo(text, special, out, limit + 1);
+        EXPECT_EQ(fits, whole.size() <= limit) << text.substr(0, 20) << " limit " << limit;
+        ASSERT_LE(out.size() - 1, whole.size());
+        EXPECT_TRUE(std::equal(out.begin() + 1, out.end(), whole.begin())) << "a prefix of the whole encoding";
+        if (fits) {
+          EXPECT_EQ(out.size() - 1, whole.size());
+        }
+      }
+    }
+  }
+  // 8 MiB in one piece against a limit of 1024: refused without encoding the piece.
+  Ids out;
+  EXPECT_FALSE(t.encodeAppendUpTo(std::string(8u << 20, 'x'), false, out, 1024));
+  EXPECT_LE(out.size(), 1025u);
 }

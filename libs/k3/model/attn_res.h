@@ -2,7 +2,7 @@
 // keeps block snapshots B_0..B_{n-1} and the running in-block sum `prefix`;
 // before attention, before the MLP and before the head the layer input is a
 // softmax mix of those candidates, scored by a learned vector.
-// Thread-safety: AttnResState is one session's (part of ModelState); not
+// Thread-safety: AttnResState is one row's within one forward pass (Forward); not
 // thread-safe. mix() only reads it.
 #pragma once
 

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "k3/io/error.h"
+#include "k3/model/sequence_state.h"
 
 namespace k3::model {
 
@@ -35,7 +36,7 @@ uint64_t sessionBytesEstimate(const ModelConfig& c, size_t ctxIn, size_t chunkIn
   // per-thread score rows, the token history.
   const uint64_t perPosition = mlaLayers * (kvr + rope) * kFloat + threads * kHeadGroup * kFloat + sizeof(int32_t);
   // Sized by the chunk (one set of layer scratch, shared by the layers).
-  const uint64_t mla = qr + H * (nope + rope) + (kvr + rope) + 2 * H * vd + 2 * H * kvr;
+  const uint64_t mla = D + qr + H * (nope + rope) + (kvr + rope) + 2 * H * vd + 2 * H * kvr;
   const uint64_t kda = 6 * P + hd + Hk + threads * (3 * hd + 1);
   const uint64_t moe = 2 * E + 2 * k + 2 * lat + 3 * k * lat + 2 * ish + D;
   const uint64_t dense = 2 * Id;
@@ -58,7 +59,14 @@ void checkContextLimits(const ModelConfig& c, const ContextRequest& r, uint64_t 
   }
   // A chunk longer than the context is never filled: the Session is given min().
   const size_t chunk = r.chunk < r.ctx ? r.chunk : r.ctx;
-  const uint64_t need = sessionBytesEstimate(c, r.ctx, chunk, r.threads);
+  // Every sequence beyond the first holds its own state at ctx (and a row of logits).
+  const uint64_t perSequence = SequenceState::bytesFor(c, r.ctx) + uint64_t(c.vocabSize) * kFloat;
+  const size_t parallel = r.parallel ? r.parallel : 1;
+  const uint64_t need = sessionBytesEstimate(c, r.ctx, chunk, r.threads) + (parallel - 1) * perSequence;
+  if (need > memoryBytes && parallel > 1)
+    fail(ErrorKind::Usage, "--parallel ", parallel, " x ", ctxName, " ", r.ctx, ": ", parallel, " sequences of ",
+         gib(perSequence), " each (with --batch-tokens ", chunk, ") would need ", gib(need),
+         " of memory, more than this machine's ", gib(memoryBytes));
   if (need > memoryBytes)
     fail(ErrorKind::Usage, ctxName, " ", r.ctx, " with --chunk ", chunk, ": the session would need ", gib(need),
          " of memory, more than this machine's ", gib(memoryBytes));

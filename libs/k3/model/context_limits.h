@@ -22,14 +22,16 @@ uint64_t sessionBytesEstimate(const ModelConfig& c, size_t ctx, size_t chunk, si
 
 struct ContextRequest {
   size_t ctx = 0;
-  size_t chunk = 0;
+  size_t chunk = 0;     // rows per forward (--chunk, or --serve's --batch-tokens)
   size_t threads = 1;
   bool ctxGiven = true;  // named in errors as --ctx (else "the context")
+  size_t parallel = 1;   // sequences held at once, each with its state at ctx (--serve's --parallel)
 };
 
 // Throws Usage naming --ctx / --chunk: ctx or chunk 0, more than
 // max_position_embeddings (when the config has it), or an estimate above
-// `memoryBytes` (the message says how much it would need).
+// `memoryBytes` (the message says how much it would need; with parallel > 1
+// it names --parallel × --ctx and one sequence's bytes).
 void checkContextLimits(const ModelConfig& c, const ContextRequest& r, uint64_t memoryBytes);
 
 }  // namespace k3::model

@@ -30,6 +30,7 @@ GenerateResult generate(Session& session, Sampler& sampler, const GenerateOption
     processor.addPrompt(session.history());
     adjusted.resize(session.vocabSize());
   }
+  LogprobCalculator logprobs(opts.logprobs >= 0 ? session.vocabSize() : 0);
   for (size_t i = 0; i < maxTokens; ++i) {
     const float* logits = session.lastLogits();
     if (processor.active()) {
@@ -38,6 +39,7 @@ GenerateResult generate(Session& session, Sampler& sampler, const GenerateOption
       logits = adjusted.data();
     }
     const int32_t id = sampler.sample(logits);
+    if (opts.logprobs >= 0) r.logprobs.push_back(logprobs.compute(logits, id, static_cast<size_t>(opts.logprobs)));
     processor.addGenerated(id);
     r.tokens.push_back(id);
     onToken(id);

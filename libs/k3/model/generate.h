@@ -14,6 +14,7 @@
 #include "k3/model/logit_processors.h"
 #include "k3/model/sampler.h"
 #include "k3/model/session.h"
+#include "k3/model/token_logprobs.h"
 
 namespace k3::model {
 
@@ -23,12 +24,14 @@ struct GenerateOptions {
   LogitProcessorOptions processing;  // bias and penalties (the session's history is the prompt)
   std::vector<int32_t> stopIds;  // eos ids and <|end_of_msg|>
   bool feedStopToken = false;    // keep the stop token in the state (chat turns)
+  int logprobs = -1;             // ≥ 0: each token's log-probability and this many alternatives
 };
 
 struct GenerateResult {
   std::vector<int32_t> tokens;  // sampled, including the stop token if hit
   bool stopped = false;         // ended on a stop id (not on the limit)
   bool cutByContext = false;    // ended because the context was full, before -n
+  std::vector<TokenLogprob> logprobs;  // per token, when opts.logprobs ≥ 0 (log-softmax after bias/penalties)
   // Wall time from the first token handed to the caller to the last: what a
   // reader of the stream sees (sampling and the caller's output included),
   // the like-for-like figure for a client timing a served stream.

@@ -19,6 +19,9 @@ MlaLayer::MlaLayer(const ModelConfig& c, size_t maxChunk, size_t threads, size_t
     : D_(c.hiddenSize), H_(c.numAttentionHeads), qr_(c.qLoraRank), kvr_(c.kvLoraRank),
       nope_(c.qkNopeHeadDim), rope_(c.qkRopeHeadDim), vd_(c.vHeadDim), maxContext_(maxContext),
       eps_(c.rmsNormEps) {
+  xk_.resize(maxChunk * D_);
+  rowCache_.resize(maxChunk);
+  rowLength_.resize(maxChunk);
   qa_.resize(maxChunk * qr_);
   Q_.resize(maxChunk * H_ * (nope_ + rope_));
   ckv_.resize(maxChunk * (kvr_ + rope_));
@@ -31,41 +34,53 @@ MlaLayer::MlaLayer(const ModelConfig& c, size_t maxChunk, size_t threads, size_t
   tmp_.resize(threads * tmpPerThread_);
 }
 
-void MlaLayer::forward(const MlaWeights& w, MlaCache& cache, const float* x, size_t n, float* out,
-                       ThreadPool& pool, size_t keep) {
-  const size_t pos0 = cache.length;
-  if (pos0 + n > maxContext_ || pos0 + n > cache.cap)
-    fail(ErrorKind::Usage, "context limit reached: ", pos0 + n, " positions > --ctx ", maxContext_);
+void MlaLayer::forward(const MlaWeights& w, std::span<const MlaRows> seqs, const float* x, size_t n,
+                       std::span<const size_t> kept, float* out, ThreadPool& pool) {
+  for (const MlaRows& s : seqs)
+    if (s.cache->length + s.n > maxContext_ || s.cache->length + s.n > s.cache->cap)
+      fail(ErrorKind::Usage, "context limit reached: ", s.cache->length + s.n, " positions > --ctx ",
+           std::min(maxContext_, s.cache->cap));
+  const size_t keep = kept.size();
   if (keep > n) fail(ErrorKind::Internal, "MlaLayer::forward: ", keep, " of ", n, " rows kept");
   // Every row kept: the three projections of x in one fork-join. Otherwise
-  // the cache's projection for all rows, then queries and gates for the
-  // kept ones (into rows [0, keep) of their buffers).
+  // the caches' projection for all rows, then queries and gates for the
+  // kept ones (gathered into rows [0, keep) of xk_).
   if (keep == n) {
     linear(pool, {LinearJob{&w.qa, x, qa_.data()}, LinearJob{&w.kva, x, ckv_.data()}, LinearJob{&w.g, x, gate_.data()}},
            n);
   } else {
     linear(pool, w.kva, x, n, ckv_.data());
-    const float* xk = x + (n - keep) * D_;
-    if (keep > 0) linear(pool, {LinearJob{&w.qa, xk, qa_.data()}, LinearJob{&w.g, xk, gate_.data()}}, keep);
+    for (size_t k = 0; k < keep; ++k) std::copy_n(x + kept[k] * D_, D_, &xk_[k * D_]);
+    if (keep > 0) linear(pool, {LinearJob{&w.qa, xk_.data(), qa_.data()}, LinearJob{&w.g, xk_.data(), gate_.data()}}, keep);
   }
   for (size_t t = 0; t < keep; ++t) kernels::rmsNorm(&qa_[t * qr_], w.qaNorm.data(), qr_, eps_, &qa_[t * qr_]);
   if (keep > 0) linear(pool, w.qb, qa_.data(), keep, Q_.data());
-  // Append the whole chunk to the cache first; token t then sees 0..pos0+t.
-  for (size_t t = 0; t < n; ++t) {
-    const float* c = &ckv_[t * (kvr_ + rope_)];
-    kernels::rmsNorm(c, w.kvaNorm.data(), kvr_, eps_, &cache.L[(pos0 + t) * kvr_]);
-    std::copy_n(c + kvr_, rope_, &cache.R[(pos0 + t) * rope_]);
+  // Append each sequence's rows to its cache first; its row t then sees
+  // positions 0 … pos0 + t of that cache.
+  size_t k = 0;
+  for (const MlaRows& s : seqs) {
+    const size_t pos0 = s.cache->length;
+    for (size_t t = 0; t < s.n; ++t) {
+      const float* c = &ckv_[(s.row0 + t) * (kvr_ + rope_)];
+      kernels::rmsNorm(c, w.kvaNorm.data(), kvr_, eps_, &s.cache->L[(pos0 + t) * kvr_]);
+      std::copy_n(c + kvr_, rope_, &s.cache->R[(pos0 + t) * rope_]);
+    }
+    s.cache->length = pos0 + s.n;
+    for (; k < keep && kept[k] < s.row0 + s.n; ++k) {
+      rowCache_[k] = s.cache;
+      rowLength_[k] = pos0 + (kept[k] - s.row0) + 1;
+    }
   }
-  cache.length = pos0 + n;
   if (keep == 0) return;
+  uint64_t cacheRows = 0;  // the scores and weighted rows read every kept row's cache
+  for (size_t r = 0; r < keep; ++r) cacheRows += rowLength_[r];
   pool.run([&](size_t tid, size_t nt) {
-    heads(w, cache, pos0 + n - keep, keep, H_ * tid / nt, H_ * (tid + 1) / nt, tmp_.data() + tid * tmpPerThread_);
-  }, threadsForMacs(pool, uint64_t{keep} * H_ * ((pos0 + n) * (2 * kvr_ + rope_) + (nope_ + vd_) * kvr_)));  // scores and weighted rows over the cache
+    heads(w, keep, H_ * tid / nt, H_ * (tid + 1) / nt, tmp_.data() + tid * tmpPerThread_);
+  }, threadsForMacs(pool, H_ * (cacheRows * (2 * kvr_ + rope_) + uint64_t{keep} * (nope_ + vd_) * kvr_)));
   linear(pool, w.o, ctx_.data(), keep, out);
 }
 
-void MlaLayer::heads(const MlaWeights& w, const MlaCache& cache, size_t pos0, size_t n, size_t h0, size_t h1,
-                     float* tmp) {
+void MlaLayer::heads(const MlaWeights& w, size_t n, size_t h0, size_t h1, float* tmp) {
   float* rows = tmp;                          // kv_b key or value rows of one head, dequantized
   float* scores = rows + (nope_ + vd_) * kvr_;  // [kHeadGroup × maxContext]
   const size_t qk = nope_ + rope_;
@@ -81,10 +96,11 @@ void MlaLayer::heads(const MlaWeights& w, const MlaCache& cache, size_t pos0, si
     float* qa = &QA_[h * kvr_];
     kernels::mlaWeightedLatent(q, H_ * qk, n, rows, nope_, kvr_, qa, H_ * kvr_);
   }
-  // 2. Attention over the cache, several heads per pass over it: scores,
-  // softmax, probability-weighted latent.
+  // 2. Attention over the row's cache, several heads per pass over it:
+  // scores, softmax, probability-weighted latent.
   for (size_t t = 0; t < n; ++t) {
-    const size_t len = pos0 + t + 1;
+    const MlaCache& cache = *rowCache_[t];
+    const size_t len = rowLength_[t];
     for (size_t g = h0; g < h1; g += kHeadGroup) {
       const size_t ng = std::min(kHeadGroup, h1 - g);
       const float* qa = &QA_[(t * H_ + g) * kvr_];

@@ -3,12 +3,13 @@
 // key), and attention runs in the absorbed form: the query is pulled into the
 // latent space through kv_b's key rows, and the value rows are applied to the
 // probability-weighted latent afterwards.
-// Thread-safety: an MlaLayer holds one chunk's scratch and an MlaCache one
-// session's rows: neither is thread-safe; one layer per Forward, which forks
+// Thread-safety: an MlaLayer holds one batch's scratch and an MlaCache one
+// sequence's rows: neither is thread-safe; one layer per Forward, which forks
 // over its ThreadPool.
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <vector>
 
 #include "k3/format/model_config.h"
@@ -27,26 +28,38 @@ struct MlaCache {
   void reset() { length = 0; }
 };
 
+// One sequence's rows of a batch: [row0, row0 + n), appended to `cache` in order.
+struct MlaRows {
+  MlaCache* cache;
+  size_t row0, n;
+};
+
 class MlaLayer {
  public:
   MlaLayer(const ModelConfig& c, size_t maxChunk, size_t threads, size_t maxContext);
 
-  // x: [n × D] normed inputs for positions cache.length … +n−1. All n go
-  // into the cache; out: [keep × D], the outputs of the last `keep` rows
-  // (keep ≤ n; 0: the cache only).
-  void forward(const MlaWeights& w, MlaCache& cache, const float* x, size_t n, float* out, ThreadPool& pool,
-               size_t keep);
+  // x: [n × D] normed inputs; each sequence's rows (`seqs` covers the rows,
+  // ascending) go into its cache at positions cache.length …, and attend
+  // over that cache only. out: [kept × D], the outputs of rows kept[0], …
+  // (ascending; empty: the caches only). The projections are batched over
+  // all rows (the queries over the kept ones).
+  void forward(const MlaWeights& w, std::span<const MlaRows> seqs, const float* x, size_t n,
+               std::span<const size_t> kept, float* out, ThreadPool& pool);
 
  private:
-  void heads(const MlaWeights& w, const MlaCache& cache, size_t pos0, size_t n, size_t h0, size_t h1,
-             float* tmp);
+  // Attention of the kept rows for heads [h0, h1): kept row k reads
+  // rowCache_[k]'s first rowLength_[k] positions.
+  void heads(const MlaWeights& w, size_t kept, size_t h0, size_t h1, float* tmp);
 
   size_t D_, H_, qr_, kvr_, nope_, rope_, vd_, maxContext_;
   float eps_;
   // Heads attended together per pass over the cache (bounds the scores scratch).
   static constexpr size_t kHeadGroup = 8;
 
+  std::vector<float> xk_;                         // [chunk × D] the kept rows of x, when not all are
   std::vector<float> qa_, Q_, ckv_, gate_, ctx_;  // chunk buffers
+  std::vector<const MlaCache*> rowCache_;         // [chunk] per kept row: its sequence's cache
+  std::vector<size_t> rowLength_;                 // [chunk] per kept row: positions it attends to
   std::vector<float> QA_, CL_;                    // [chunk × H × kvr] absorbed queries, weighted latents
   std::vector<float> tmp_;                        // per-thread scratch
   size_t tmpPerThread_;

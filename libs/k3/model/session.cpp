@@ -2,76 +2,39 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 
 #include "k3/io/error.h"
 
 namespace k3::model {
 
 namespace {
-size_t poolSize(size_t t) { return t ? t : std::max<size_t>(1, std::thread::hardware_concurrency()); }
+RunnerOptions runnerOptions(const SessionOptions& o) {
+  return {o.threads, o.chunk, o.maxContext, o.expertBudget, o.expertTopP};
+}
 }  // namespace
 
 Session::Session(const ModelWeights& w, const SessionOptions& opts)
-    : w_(w), opts_(opts), pool_(poolSize(opts.threads)),
-      forward_(w, std::max<size_t>(1, opts.chunk), poolSize(opts.threads), opts.maxContext, opts.expertTopP),
-      state_(w.config(), opts.maxContext),
-      residency_(std::make_unique<ExpertResidency>(w, opts.expertBudget)),
-      last_(static_cast<size_t>(w.config().vocabSize)) {
-  history_.reserve(opts.maxContext);
-}
+    : w_(w), opts_(opts), runner_(w, runnerOptions(opts)), state_(w.config(), opts.maxContext) {}
 
-double Session::expertsKeptPerTokenLayer() const {
-  const double rows = stats_.prefillPhases.moeRows + stats_.decodePhases.moeRows;
-  return rows > 0 ? (stats_.prefillPhases.expertPairs + stats_.decodePhases.expertPairs) / rows : 0.0;
+namespace {
+PhaseTimes moeCounts(const SessionStats& s) {  // prefill and decode together
+  PhaseTimes both;
+  both.expertPairs = s.prefillPhases.expertPairs + s.decodePhases.expertPairs;
+  both.moeRows = s.prefillPhases.moeRows + s.decodePhases.moeRows;
+  return both;
 }
+}  // namespace
 
-double Session::expertBytesPerToken() const {
-  const ModelConfig& c = w_.config();
-  int moeLayers = 0;
-  for (int l = 0; l < c.numLayers; ++l) moeLayers += c.isMoeLayer(l) ? 1 : 0;
-  return expertsKeptPerTokenLayer() * moeLayers * static_cast<double>(w_.bytesPerExpert());
-}
+double Session::expertsKeptPerTokenLayer() const { return model::expertsKeptPerTokenLayer(moeCounts(stats_)); }
 
-void Session::reset() {
-  state_.reset();
-  history_.clear();
-}
+double Session::expertBytesPerToken() const { return model::expertBytesPerToken(w_, moeCounts(stats_)); }
 
-size_t StateSnapshot::bytes() const {
-  size_t b = tokens.size() * sizeof(int32_t) + lastLogits.size() * sizeof(float);
-  for (const KdaState& k : kda) b += (k.S.size() + k.conv.size()) * sizeof(float);
-  return b;
-}
-
-StateSnapshot Session::snapshot() const {
-  StateSnapshot s;
-  s.kda = state_.kda;
-  s.tokens = history_;
-  s.lastLogits = last_;
-  return s;
-}
-
-void Session::restore(const StateSnapshot& snap) {
-  const size_t n = snap.tokens.size();
-  if (n > history_.size() || !std::equal(snap.tokens.begin(), snap.tokens.end(), history_.begin()) ||
-      snap.kda.size() != state_.kda.size() || snap.lastLogits.size() != last_.size())
-    fail(ErrorKind::Usage, "restore: the snapshot's ", n, " tokens are not a prefix of the session's ",
-         history_.size());
-  for (size_t i = 0; i < state_.kda.size(); ++i) {
-    std::copy(snap.kda[i].S.begin(), snap.kda[i].S.end(), state_.kda[i].S.begin());
-    std::copy(snap.kda[i].conv.begin(), snap.kda[i].conv.end(), state_.kda[i].conv.begin());
-  }
-  for (MlaCache& m : state_.mla) m.length = std::min(m.length, n);  // unused layers stay 0
-  state_.position = n;
-  history_.resize(n);
-  last_ = snap.lastLogits;
-}
+void Session::reset() { state_.reset(); }
 
 bool Session::feed(std::span<const int32_t> ids, float* allLogits, const std::atomic<bool>* cancel) {
   if (ids.empty()) return true;
-  if (state_.position + ids.size() > opts_.maxContext)
-    fail(ErrorKind::Usage, "context limit: ", state_.position + ids.size(), " tokens exceed --ctx ",
+  if (state_.position() + ids.size() > opts_.maxContext)
+    fail(ErrorKind::Usage, "context limit: ", state_.position() + ids.size(), " tokens exceed --ctx ",
          opts_.maxContext);
   const size_t V = vocabSize();
   for (int32_t id : ids)  // refuse before any state changes
@@ -82,21 +45,16 @@ bool Session::feed(std::span<const int32_t> ids, float* allLogits, const std::at
   const auto t0 = std::chrono::steady_clock::now();
   uint64_t passes = 0;
   size_t b = 0;
-  for (; b < ids.size(); b += forward_.maxChunk(), ++passes) {
+  for (; b < ids.size(); b += chunk(), ++passes) {
     if (cancel && cancel->load(std::memory_order_relaxed)) break;
-    const size_t n = std::min(forward_.maxChunk(), ids.size() - b);
+    const size_t n = std::min(chunk(), ids.size() - b);
     const bool lastChunk = b + n == ids.size();
-    if (allLogits) {
-      forward_.run(state_, ids.data() + b, n, true, allLogits + b * V, pool_, *residency_, phases);
-      if (lastChunk) std::memcpy(last_.data(), allLogits + (b + n - 1) * V, V * sizeof(float));
-    } else {
-      // The head runs only for the last position of the whole input.
-      forward_.run(state_, ids.data() + b, n, false, lastChunk ? last_.data() : nullptr, pool_,
-                   *residency_, phases);
-    }
+    // The head runs for every position with allLogits, else only for the
+    // last position of the whole input (into lastLogits directly).
+    SequenceRows rows{&state_, ids.subspan(b, n), allLogits ? n : lastChunk ? 1 : 0};
+    runner_.run({&rows, 1}, allLogits ? allLogits + b * V : state_.lastLogits.data(), phases);
   }
   b = std::min(b, ids.size());  // tokens consumed
-  history_.insert(history_.end(), ids.begin(), ids.begin() + static_cast<ptrdiff_t>(b));
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (decodeStep) {
     stats_.decodeTokens += 1;

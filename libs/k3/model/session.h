@@ -1,5 +1,6 @@
-// Session: one conversation's worth of model state plus the machinery to feed
-// it — the Forward engine, the thread pool, expert residency and counters.
+// Session: one sequence's state (SequenceState) plus the machinery to feed it
+// (a ModelRunner: the Forward, the thread pool, expert residency) and
+// counters — a batch of one, on the same path as the server's batches.
 // feed() splits long inputs into chunks (chunked prefill); a chunk of one
 // token is a decode step. No allocation happens per token.
 // Thread-safety: not thread-safe; one per conversation, used from one thread at
@@ -14,11 +15,11 @@
 #include <span>
 #include <vector>
 
-#include "k3/io/thread_pool.h"
 #include "k3/model/expert_residency.h"
-#include "k3/model/forward.h"
+#include "k3/model/model_runner.h"
 #include "k3/model/model_weights.h"
 #include "k3/model/phase_times.h"
+#include "k3/model/sequence_state.h"
 
 namespace k3::model {
 
@@ -42,19 +43,6 @@ struct SessionStats {
   PhaseTimes prefillPhases, decodePhases;  // where those seconds went
 };
 
-// The model state at one point of a session's history, to come back to later:
-// the KDA recurrent states and conv windows copied, the tokens, and the last
-// logits (so generation can start without refeeding). The MLA caches are
-// append-only, so their length (= tokens.size()) is all a snapshot needs —
-// valid while the live caches still hold those rows, i.e. while `tokens` is a
-// prefix of the session's history.
-struct StateSnapshot {
-  std::vector<KdaState> kda;  // indexed by layer; MLA layers empty
-  std::vector<int32_t> tokens;
-  std::vector<float> lastLogits;
-  size_t bytes() const;  // memory held
-};
-
 class Session {
  public:
   Session(const ModelWeights& w, const SessionOptions& opts);
@@ -62,14 +50,17 @@ class Session {
   const ModelWeights& weights() const { return w_; }
   const ModelConfig& config() const { return w_.config(); }
   size_t vocabSize() const { return static_cast<size_t>(w_.config().vocabSize); }
-  size_t chunk() const { return forward_.maxChunk(); }
+  size_t chunk() const { return runner_.maxRows(); }
   size_t capacity() const { return opts_.maxContext; }  // positions the state can hold (--ctx)
 
   // Forgets everything: KDA state, conv windows, MLA cache, token history.
   void reset();
   // Tokens consumed so far (what the state holds).
-  const std::vector<int32_t>& history() const { return history_; }
-  size_t position() const { return state_.position; }
+  const std::vector<int32_t>& history() const { return state_.tokens; }
+  size_t position() const { return state_.position(); }
+  // The state itself (what snapshotOf / restoreTo work on).
+  const SequenceState& state() const { return state_; }
+  SequenceState& state() { return state_; }
 
   // Feeds tokens. Afterwards lastLogits() holds the logits of the last one.
   // With `allLogits` (size n × V) every position's logits are written too.
@@ -78,14 +69,11 @@ class Session {
   // lastLogits() is stale (the caller restores or resets before generating).
   bool feed(std::span<const int32_t> ids, float* allLogits = nullptr,
             const std::atomic<bool>* cancel = nullptr);
-  const float* lastLogits() const { return last_.data(); }
+  const float* lastLogits() const { return state_.lastLogits.data(); }
 
-  // Copies the current state (after a completed feed).
-  StateSnapshot snapshot() const;
-  // Rewinds to `snap`: KDA states copied back, MLA caches cut to its length.
-  // Throws Usage unless snap.tokens is a prefix of history() (the MLA rows it
-  // relies on must still be the live ones).
-  void restore(const StateSnapshot& snap);
+  // snapshotOf(state()) / restoreTo(state(), snap) (sequence_state.h).
+  StateSnapshot snapshot() const { return snapshotOf(state_); }
+  void restore(const StateSnapshot& snap) { restoreTo(state_, snap); }
 
   const SessionStats& stats() const { return stats_; }
   // Prefill and decode together: routed experts run per token and MoE layer
@@ -94,17 +82,13 @@ class Session {
   // reads (a prefill chunk shares experts between its tokens).
   double expertsKeptPerTokenLayer() const;
   double expertBytesPerToken() const;
-  const ExpertResidency& residency() const { return *residency_; }
+  const ExpertResidency& residency() const { return runner_.residency(); }
 
  private:
   const ModelWeights& w_;
   SessionOptions opts_;
-  ThreadPool pool_;
-  Forward forward_;
-  ModelState state_;
-  std::unique_ptr<ExpertResidency> residency_;
-  std::vector<int32_t> history_;
-  std::vector<float> last_;
+  ModelRunner runner_;
+  SequenceState state_;
   SessionStats stats_;
 };
 

@@ -2,46 +2,48 @@
 
 #include <algorithm>
 #include <chrono>
-#include <optional>
-
-#include "k3/serve/sequence_decoder.h"
+#include <cstdio>
 
 namespace k3::serve {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-int32_t specialOr(const tok::Tokenizer& tok, const char* name) {
-  auto id = tok.specialId(name);
-  return id ? static_cast<int32_t>(*id) : -1;
+std::vector<int32_t> stopIdsOf(const ModelConfig& c, const tok::Tokenizer& tok) {
+  std::vector<int32_t> ids;
+  for (int64_t e : c.eosTokenIds) ids.push_back(static_cast<int32_t>(e));
+  if (auto eom = tok.specialId("<|end_of_msg|>")) ids.push_back(static_cast<int32_t>(*eom));
+  return ids;
+}
+
+size_t rowsPerStep(const model::SessionOptions& so, const EngineOptions& eo) {
+  return std::max<size_t>(1, eo.batchTokens ? eo.batchTokens : so.chunk);
 }
 
 }  // namespace
 
 Engine::Engine(const model::ModelWeights& w, const tok::Tokenizer& tok, const model::SessionOptions& so,
                const EngineOptions& eo)
-    : ctx_(so.maxContext), vocab_(static_cast<size_t>(w.config().vocabSize)), tok_(tok), session_(w, so), cache_(eo.stateCacheBytes), queue_(eo.queue) {
+    : ctx_(so.maxContext), vocab_(static_cast<size_t>(w.config().vocabSize)), stopIds_(stopIdsOf(w.config(), tok)),
+      runner_(w, {so.threads, rowsPerStep(so, eo), so.maxContext, so.expertBudget, so.expertTopP}),
+      cache_(eo.stateCacheBytes),
+      scheduler_(runner_, tok, stopIds_, cache_, eo.parallel, rowsPerStep(so, eo), so.maxContext),
+      logBatches_(eo.logBatches), queue_(eo.queue) {
   if (w.config().bosTokenId) bos_ = static_cast<int64_t>(*w.config().bosTokenId);
-  for (int64_t e : w.config().eosTokenIds) stopIds_.push_back(static_cast<int32_t>(e));
-  if (int32_t eom = specialOr(tok, "<|end_of_msg|>"); eom >= 0) stopIds_.push_back(eom);
+  stats_.slots = scheduler_.reports();
   worker_ = std::thread([this] { work(); });
 }
 
 void Engine::shutdown() {
   if (!worker_.joinable()) return;
-  stopping_ = true;
+  stopping_ = true;  // the worker cancels the jobs in flight
   for (auto& job : queue_.close()) {
     std::lock_guard<std::mutex> lock(job->m);
     job->error = "the server is shutting down";
     job->errorStatus = 503;
     job->done = true;
     job->cv.notify_all();
-  }
-  {
-    std::lock_guard<std::mutex> lock(statsMutex_);
-    if (running_) running_->cancel = true;
   }
   worker_.join();
 }
@@ -57,84 +59,77 @@ EngineStats Engine::stats() const {
 }
 
 void Engine::work() {
-  while (auto job = queue_.pop()) {
+  auto logged = Clock::now();
+  uint64_t loggedSteps = 0, loggedDecode = 0, loggedPrefill = 0;
+  for (;;) {
+    // Join: wait for work when nothing runs, else take what waits while slots are free.
+    if (scheduler_.idle()) {
+      auto job = queue_.pop();
+      if (!job) break;  // closed
+      scheduler_.admit(std::move(job));
+    }
+    while (scheduler_.hasFreeSlot())
+      if (auto job = queue_.tryPop())
+        scheduler_.admit(std::move(job));
+      else
+        break;
+    if (stopping_) scheduler_.cancelAll();
+    record(scheduler_.step());
     {
       std::lock_guard<std::mutex> lock(statsMutex_);
-      running_ = job.get();
+      stats_.steps = scheduler_.steps();
+      stats_.decodeRows = scheduler_.decodeRows();
+      stats_.prefillRows = scheduler_.prefillRows();
+      stats_.slots = scheduler_.reports();
     }
-    std::string error;
-    try {
-      run(*job);
-    } catch (const std::exception& e) {
-      error = e.what();
-      liveLogitsCurrent_ = false;
+    if (logBatches_ && Clock::now() - logged >= std::chrono::seconds(1)) {
+      const double secs = std::chrono::duration<double>(Clock::now() - logged).count();
+      const uint64_t steps = scheduler_.steps() - loggedSteps;
+      if (steps > 0)
+        std::fprintf(stderr, "[k3-serve] batch: %.1f steps/s, %.1f rows per step (%.1f decode, %.1f prompt)\n",
+                     static_cast<double>(steps) / secs,
+                     static_cast<double>(scheduler_.decodeRows() + scheduler_.prefillRows() - loggedDecode - loggedPrefill) / static_cast<double>(steps),
+                     static_cast<double>(scheduler_.decodeRows() - loggedDecode) / static_cast<double>(steps),
+                     static_cast<double>(scheduler_.prefillRows() - loggedPrefill) / static_cast<double>(steps));
+      logged = Clock::now();
+      loggedSteps = scheduler_.steps();
+      loggedDecode = scheduler_.decodeRows();
+      loggedPrefill = scheduler_.prefillRows();
     }
-    {
-      std::lock_guard<std::mutex> lock(statsMutex_);
-      running_ = nullptr;
+  }
+}
+
+void Engine::record(std::vector<FinishedJob> finished) {
+  if (finished.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(statsMutex_);
+    for (const FinishedJob& f : finished) {
+      const GenerationJob& job = *f.job;
       stats_.jobs += 1;
-      stats_.promptTokens += job->usage.promptTokens;
-      stats_.cachedTokens += job->usage.cachedTokens;
-      stats_.generatedTokens += job->usage.completionTokens;
-      stats_.prefillSeconds += job->prefillSeconds;
-      stats_.decodeSeconds += job->decodeSeconds;
-      if (job->finishReason == "cancelled") stats_.cancelled += 1;
-      stats_.residency = session_.residency().stats();
-      stats_.expertsKeptPerTokenLayer = session_.expertsKeptPerTokenLayer();
-      stats_.cache = cache_.stats();
+      stats_.promptTokens += job.usage.promptTokens;
+      stats_.cachedTokens += job.usage.cachedTokens;
+      stats_.generatedTokens += job.usage.completionTokens;
+      stats_.prefillSeconds += job.prefillSeconds;
+      stats_.decodeSeconds += job.decodeSeconds;
+      if (job.finishReason == "cancelled") stats_.cancelled += 1;
     }
+    stats_.residency = runner_.residency().stats();
+    stats_.expertsKeptPerTokenLayer = model::expertsKeptPerTokenLayer(scheduler_.phases());
+    stats_.cache = cache_.stats();
+  }
+  for (FinishedJob& f : finished) {
     {
-      std::lock_guard<std::mutex> lock(job->m);
-      job->error = error;
+      std::lock_guard<std::mutex> lock(f.job->m);
+      f.job->error = std::move(f.error);
       // Cut by the shutdown: an error (503 / an error event), never a finish.
-      if (error.empty() && stopping_ && job->finishReason == "cancelled") {
-        job->error = "the server is shutting down; the generation was cut";
-        job->errorStatus = 503;
+      if (f.job->error.empty() && stopping_ && f.job->finishReason == "cancelled") {
+        f.job->error = "the server is shutting down; the generation was cut";
+        f.job->errorStatus = 503;
       }
-      job->done = true;
+      f.job->done = true;
     }
-    job->cv.notify_all();
+    f.job->cv.notify_all();
   }
-}
-
-void Engine::run(GenerationJob& job) {
-  job.queueSeconds = since(job.enqueued);
-  job.usage.promptTokens = job.prompt.size();
-  if (job.cancel) {
-    job.finishReason = "cancelled";
-    return;
-  }
-  // Prefill: resume from the longest held prefix, feed the rest.
-  auto t0 = Clock::now();
-  const size_t reused = cache_.resume(session_, job.prompt, liveLogitsCurrent_);
-  job.usage.cachedTokens = reused;
-  liveLogitsCurrent_ = false;
-  const bool fed = session_.feed(std::span<const int32_t>(job.prompt).subspan(reused), nullptr, &job.cancel);
-  job.prefillSeconds = since(t0);
-  if (!fed) {
-    job.finishReason = "cancelled";
-    return;
-  }
-  liveLogitsCurrent_ = true;
-  cache_.checkpoint(session_);
-  decode(job);
-}
-
-void Engine::decode(GenerationJob& job) {
-  const auto t0 = Clock::now();
-  SequenceDecoder seq(job, tok_, stopIds_, session_.vocabSize(), ctx_);
-  bool cancelled = false;
-  for (size_t i = 0; i < seq.maxTokens(); ++i) {
-    if (job.cancel) {
-      cancelled = true;
-      break;
-    }
-    const int32_t id = seq.pick(session_.lastLogits());
-    if (!seq.accept(id)) break;
-    session_.feed({&id, 1});
-  }
-  seq.finish(cancelled);
-  job.decodeSeconds = since(t0);
 }
 
 }  // namespace k3::serve

@@ -1,11 +1,13 @@
-// The engine: one model Session, one worker thread, one generation at a
-// time, fed from a bounded FIFO. A job resumes from the state cache, feeds
-// the rest of its prompt (cancellable between prefill chunks), then samples
-// token by token (cancellable between tokens) through its SequenceDecoder
-// (sampler, output parser, stop matcher), pushing deltas as they appear.
-// Thread-safety: submit(), queueDepth(), stats() and the getters are safe from
-// any thread; the Session and the state cache are touched by the worker thread
-// only.
+// The engine: one ModelRunner, one worker thread running the Scheduler
+// (continuous batching of up to --parallel sequences, --batch-tokens rows per
+// step), fed from a bounded FIFO. A job joins the batch at the next step once
+// a slot is free, resumes from the state cache, has its prompt fed in pieces
+// between decode steps (cancellable between steps), then samples token by
+// token through its own SequenceDecoder (sampler, output parser, stop
+// matcher), pushing deltas as they appear.
+// Thread-safety: submit(), queueDepth(), stats(), slots() and the getters are
+// safe from any thread; the runner, the scheduler and the state cache are
+// touched by the worker thread only.
 #pragma once
 
 #include <atomic>
@@ -16,34 +18,43 @@
 #include <thread>
 #include <vector>
 
+#include "k3/model/model_runner.h"
 #include "k3/model/model_weights.h"
 #include "k3/model/session.h"
 #include "k3/serve/generation_job.h"
 #include "k3/serve/request_queue.h"
+#include "k3/serve/scheduler.h"
 #include "k3/serve/state_cache.h"
 #include "k3/tok/tokenizer.h"
 
 namespace k3::serve {
 
 struct EngineOptions {
-  size_t queue = 8;              // jobs waiting behind the running one
+  size_t queue = 8;              // jobs waiting for a slot
   uint64_t stateCacheBytes = 1ull << 30;
+  size_t parallel = 4;           // sequences in flight (--parallel)
+  size_t batchTokens = 0;        // rows per step (--batch-tokens); 0: the session's chunk
+  bool logBatches = false;       // a stderr line per second of steps: their count and rows
 };
 
 struct EngineStats {
   uint64_t promptTokens = 0, cachedTokens = 0, generatedTokens = 0, jobs = 0, cancelled = 0;
   double prefillSeconds = 0, decodeSeconds = 0;
   double expertsKeptPerTokenLayer = 0;  // top-k unless --expert-top-p drops some
+  uint64_t steps = 0, decodeRows = 0, prefillRows = 0;  // forward steps and their rows
   model::ResidencyStats residency;
   StateCacheStats cache;
+  std::vector<SlotReport> slots;  // what each sequence slot is doing
 };
 
 class Engine {
  public:
+  // so: threads, context (--ctx, every slot's capacity), chunk (the default
+  // rows per step), expert options.
   Engine(const model::ModelWeights& w, const tok::Tokenizer& tok, const model::SessionOptions& so,
          const EngineOptions& eo);
   ~Engine() { shutdown(); }
-  // Fails the waiting jobs, cancels the running one (it stops within a
+  // Fails the waiting jobs, cancels the running ones (they stop within a
   // step) and joins the worker. Idempotent.
   void shutdown();
   Engine(const Engine&) = delete;
@@ -61,20 +72,19 @@ class Engine {
 
  private:
   void work();
-  void run(GenerationJob& job);     // prefill, then decode()
-  void decode(GenerationJob& job);  // samples from the fed prompt's logits until a stop or the limit
+  void record(std::vector<FinishedJob> finished);  // counts them, hands them back
   size_t ctx_, vocab_;
   std::optional<int64_t> bos_;
-  const tok::Tokenizer& tok_;
-  model::Session session_;
-  StateCache cache_;
-  bool liveLogitsCurrent_ = false;
   std::vector<int32_t> stopIds_;
+  model::ModelRunner runner_;
+  StateCache cache_;
+  Scheduler scheduler_;
+  bool logBatches_;
   RequestQueue<GenerationJob> queue_;
-  mutable std::mutex statsMutex_;  // guards stats_ and running_
-  GenerationJob* running_ = nullptr;
+  // shutdown(): the worker cancels the jobs in flight; a cancelled job ends as a 503, not as finished.
+  std::atomic<bool> stopping_{false};
+  mutable std::mutex statsMutex_;  // guards stats_
   EngineStats stats_;
-  std::atomic<bool> stopping_{false};  // shutdown(): a cancelled job ends as a 503, not as finished
   std::thread worker_;
 };
 

@@ -2,9 +2,12 @@
 
 #include <httplib.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <functional>
 #include <random>
 
 #include "k3/io/error.h"
@@ -14,12 +17,53 @@
 #include "k3/serve/json_body.h"
 #include "k3/serve/peer_socket.h"
 #include "k3/serve/prompt_render.h"
+#include "k3/serve/request_stream.h"
 #include "k3/serve/response_json.h"
 #include "k3/serve/web_page.h"
 
 namespace k3::serve {
 
+// cpp-httplib's server without its sockets: ConnectionLoop hands it one
+// complete request at a time (process_request is the per-request step its
+// own accept loop would run).
+class RequestRouter : public httplib::Server {
+ public:
+  using httplib::Server::process_request;
+  // httplib's chunked writer stops once the listening socket is invalid.
+  void setListening(int fd) { svr_sock_ = fd; }
+};
+
 namespace {
+
+// Set on each request by the worker (any copy the client sent is dropped
+// first): the connection's socket, for noticing a client that went away.
+constexpr char kSocketHeader[] = "X-K3-Connection-Socket";
+
+int socketOf(const httplib::Request& req) {
+  const std::string v = req.get_header_value(kSocketHeader);
+  return v.empty() ? -1 : std::atoi(v.c_str());
+}
+
+// Whether the client went away while its answer is being made. A FIN alone
+// is settled once by `probe` (something the client must accept): a client
+// that closed completely answers it with a reset, a half-closed one reads it.
+class ClientWatch {
+ public:
+  ClientWatch(int fd, std::function<void()> probe) : fd_(fd), probe_(std::move(probe)) {}
+  bool gone() {
+    const PeerState s = peerState(fd_);
+    if (s == PeerState::HalfClosed && !probed_) {
+      probed_ = true;
+      if (probe_) probe_();
+    }
+    return s == PeerState::Gone;
+  }
+
+ private:
+  int fd_;
+  std::function<void()> probe_;
+  bool probed_ = false;
+};
 
 using Clock = std::chrono::steady_clock;
 constexpr auto kPoll = std::chrono::milliseconds(50);  // disconnect check while waiting
@@ -76,8 +120,8 @@ ApiError jobError(const GenerationJob& job) {
 }
 
 // A non-stream answer: every delta gathered into one message, then one body.
-void answerWhole(GenerationJob& job, httplib::Response& res, const ResponseMeta& meta, bool chat, int fd,
-                 std::chrono::milliseconds interval) {
+void answerWhole(GenerationJob& job, httplib::Response& res, const ResponseMeta& meta, bool chat,
+                 ClientWatch& client, std::chrono::milliseconds interval) {
   std::vector<OutputDelta> deltas;
   std::vector<LogprobEntry> logprobs;
   tok::ChatMessage msg;
@@ -89,7 +133,7 @@ void answerWhole(GenerationJob& job, httplib::Response& res, const ResponseMeta&
       if (d.kind == OutputDelta::Kind::Logprob) logprobs.push_back(std::move(d.logprob));
       else addDelta(msg, d);
     }
-    if (!done && peerClosed(fd)) job.cancel = true;  // keep waiting: the engine stops within a step
+    if (!done && client.gone()) job.cancel = true;  // keep waiting: the engine stops within a step
   }
   size_t offset = 0;
   const std::string lp = !job.params.logprobs ? "null" : chat ? chatLogprobsJson(logprobs)
@@ -108,6 +152,7 @@ void answerWhole(GenerationJob& job, httplib::Response& res, const ResponseMeta&
 bool streamAnswer(GenerationJob& job, httplib::DataSink& sink, const ResponseMeta& meta, bool chat, int fd,
                   std::chrono::milliseconds interval) {
   auto send = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
+  ClientWatch client(fd, [&] { send(": still working\n\n"); });  // an SSE comment: readers skip it
   if (chat && !send(sseEvent(chatChunkJson(meta, "{\"role\":\"assistant\",\"content\":\"\"}", "")))) return false;
   std::vector<OutputDelta> deltas;
   // Logprob entries wait for the next chunk sent: each chunk carries those of
@@ -134,7 +179,7 @@ bool streamAnswer(GenerationJob& job, httplib::DataSink& sink, const ResponseMet
           chat ? chatChunkJson(meta, chatDeltaJson(d), "", lp) : completionChunkJson(meta, d.text, "", lp);
       if (!send(sseEvent(ev))) return false;
     }
-    if (!done && deltas.empty() && peerClosed(fd)) return false;
+    if (!done && deltas.empty() && client.gone()) return false;
   }
   if (!job.error.empty()) {
     // Cut (shutdown) or failed: an error event and no finish_reason chunk.
@@ -154,7 +199,7 @@ bool streamAnswer(GenerationJob& job, httplib::DataSink& sink, const ResponseMet
 
 }  // namespace
 
-HttpServer::HttpServer(const ServeOptions& opts) : opts_(opts), http_(std::make_unique<httplib::Server>()) {
+HttpServer::HttpServer(const ServeOptions& opts) : opts_(opts), http_(std::make_unique<RequestRouter>()) {
   checkServeOptions(opts_);
   startedAt_ = unixNow();
 }
@@ -170,27 +215,41 @@ void HttpServer::attach(const tok::Tokenizer& tok, Engine& engine) {
 
 int HttpServer::start() {
   ::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is an error code, not a signal
-  const size_t threads = opts_.httpThreads ? opts_.httpThreads : opts_.engine.queue + 16;
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  ConnectionLimits lim;
+  lim.maxConnections = opts_.maxConnections;
+  lim.requestTimeoutMs = opts_.requestTimeoutSeconds * 1000;
+  lim.keepAliveMs = opts_.keepAliveSeconds * 1000;
+  lim.writeTimeoutMs = opts_.writeTimeoutSeconds * 1000;
+  // Every generation in flight (running or queued) holds a worker while it
+  // answers; 16 more keep /health, /metrics and refusals answered meanwhile.
+  lim.workers = opts_.httpThreads ? opts_.httpThreads : opts_.engine.parallel + opts_.engine.queue + 16;
+  lim.framing.bodyBytes = opts_.bodyLimit;
   http_->set_payload_max_length(opts_.bodyLimit);
-  http_->set_read_timeout(opts_.readTimeoutSeconds, 0);
-  http_->set_write_timeout(opts_.readTimeoutSeconds, 0);
-  http_->set_keep_alive_timeout(5);
+  http_->set_keep_alive_timeout(opts_.keepAliveSeconds);  // what the Keep-Alive header says
+  http_->set_keep_alive_max_count(lim.maxRequestsPerConnection);
   routes();
-  int port = opts_.port;
-  if (port == 0) {
-    port = http_->bind_to_any_port(opts_.host);
-    if (port < 0) fail(ErrorKind::Io, "cannot listen on ", opts_.host);
-  } else if (!http_->bind_to_port(opts_.host, port)) {
-    fail(ErrorKind::Io, "cannot listen on ", opts_.host, ":", port, " (in use, or not an address of this machine)");
-  }
-  listener_ = std::thread([this] { http_->listen_after_bind(); });
+  loop_ = std::make_unique<ConnectionLoop>(
+      lim, [this](const IncomingRequest& in) { return handle(in); },
+      [this](int status) { counters_.count("(unread)", status); });
+  const int port = loop_->bind(opts_.host, opts_.port);
+  http_->setListening(loop_->listenFd());
+  loop_->start();
   return port;
 }
 
+bool HttpServer::handle(const IncomingRequest& in) {
+  RequestStream strm(in.bytes, in.fd, *in.peer, opts_.writeTimeoutSeconds * 1000);
+  bool closed = false;
+  const bool ok = http_->process_request(strm, in.last, closed, [&in](httplib::Request& req) {
+    req.headers.erase(kSocketHeader);
+    req.set_header(kSocketHeader, std::to_string(in.fd));
+  });
+  return ok && !closed && !strm.writeFailed();
+}
+
 void HttpServer::stop() {
-  if (http_) http_->stop();
-  if (listener_.joinable()) listener_.join();
+  if (http_) http_->setListening(INVALID_SOCKET);  // streams stop writing
+  if (loop_) loop_->stop();
 }
 
 void HttpServer::routes() {
@@ -237,8 +296,12 @@ void HttpServer::routes() {
   s.Get("/metrics", simple([this](const httplib::Request&, httplib::Response& res) {
           Ready r = ready();
           const EngineStats es = r.engine ? r.engine->stats() : EngineStats{};
-          res.set_content(prometheusText(counters_, es, r.engine ? r.engine->queueDepth() : 0, opts_.engine.queue),
+          res.set_content(prometheusText(counters_, es, r.engine ? r.engine->queueDepth() : 0, opts_.engine.queue) +
+                              connectionMetricsText(loop_->stats(), opts_.maxConnections),
                           "text/plain; version=0.0.4");
+        }));
+  s.Get("/slots", simple([this](const httplib::Request&, httplib::Response& res) {
+          res.set_content(slotsJson(needReady().engine->stats()), "application/json");
         }));
   s.Post("/tokenize", simple([this](const httplib::Request& req, httplib::Response& res) {
            Ready r = needReady();
@@ -246,11 +309,18 @@ void HttpServer::routes() {
            const auto root = parseJsonBody(parser, req.body, opts_.jsonDepth);
            std::vector<int32_t> ids;
            simdjson::dom::element v;
+           // Bounded like a prompt: encoding stops once the text passes the context.
+           const size_t ctx = r.engine->contextSize();
            if (!root["content"].get(v)) {
-             for (uint32_t id : r.tok->encode(readString(v, "content"), false)) ids.push_back(static_cast<int32_t>(id));
+             std::vector<uint32_t> enc;
+             if (!r.tok->encodeAppendUpTo(readString(v, "content"), false, enc, ctx))
+               throw ApiError(400, "invalid_request_error", "content", "context_length_exceeded",
+                              "'content' has more than " + std::to_string(ctx) +
+                                  " tokens, the model's context (--ctx)");
+             ids.assign(enc.begin(), enc.end());
            } else if (!root["messages"].get(v)) {  // the prompt a chat completion would feed
-             RequestLimits lim{r.engine->contextSize(), opts_.jsonDepth, 4};
-             ids = renderChatPrompt(*r.tok, parseChatCompletionRequest(req.body, lim).chat);
+             RequestLimits lim{ctx, opts_.jsonDepth, 4};
+             ids = renderChatPrompt(*r.tok, parseChatCompletionRequest(req.body, lim).chat, ctx);
            } else {
              invalidRequest("content", "give 'content' (text) or 'messages' (a chat)");
            }
@@ -308,9 +378,7 @@ void HttpServer::guardRoutes() {
     // The page and the health probe are public; everything else needs the key.
     const bool open = req.path == "/" || req.path == "/health";
     if (!opts_.apiKey.empty() && !open) {
-      const std::string auth = req.get_header_value("Authorization");
-      const std::string prefix = "Bearer ";
-      const bool ok = auth.rfind(prefix, 0) == 0 && sameKey(auth.substr(prefix.size()), opts_.apiKey);
+      const bool ok = sameKey(bearerToken(req.get_header_value("Authorization")), opts_.apiKey);
       if (!ok) {
         sendError(res, ApiError(401, "authentication_error", "", "invalid_api_key",
                                 "missing or wrong API key (Authorization: Bearer KEY)"));
@@ -345,19 +413,16 @@ std::shared_ptr<GenerationJob> HttpServer::submitJob(const httplib::Request& req
   if (chat) {
     ChatCompletionRequest cr = parseChatCompletionRequest(req.body, lim);
     job->mode = GenerationJob::Mode::Chat;
-    job->prompt = renderChatPrompt(*r.tok, cr.chat);
+    job->prompt = renderChatPrompt(*r.tok, cr.chat, ctx);
     job->thinking = chatPromptThinks(cr.chat);
     job->tools = cr.chat.tools;
     job->params = std::move(cr.params);
   } else {
     CompletionRequest cr = parseCompletionRequest(req.body, lim);
-    job->prompt = completionPrompt(*r.tok, cr, r.engine->bosId(), r.engine->vocabSize());
+    job->prompt = completionPrompt(*r.tok, cr, r.engine->bosId(), r.engine->vocabSize(), ctx);
     job->params = std::move(cr.params);
   }
-  if (job->prompt.size() >= ctx)
-    throw ApiError(400, "invalid_request_error", chat ? "messages" : "prompt", "context_length_exceeded",
-                   "this model's context is " + std::to_string(ctx) + " tokens (--ctx); the prompt has " +
-                       std::to_string(job->prompt.size()) + " tokens, leaving no room to generate");
+  if (job->prompt.size() >= ctx) contextExceeded(chat ? "messages" : "prompt", ctx, job->prompt.size(), false);
   if (!job->params.seeded) job->params.sampling.seed = (uint64_t{std::random_device{}()} << 32) | std::random_device{}();
   job->callIdPrefix = randomId("call_") + "_";
   if (!r.engine->submit(job)) {
@@ -379,13 +444,17 @@ void HttpServer::generate(const httplib::Request& req, httplib::Response& res, b
     logLine(req, res.status, nullptr, t0, e.what());
     return;
   }
-  const int fd = findPeerSocket(req.remote_addr, req.remote_port, req.local_port);
+  const int fd = socketOf(req);
   const std::chrono::milliseconds interval(opts_.streamIntervalMs);
   ResponseMeta meta{randomId(chat ? "chatcmpl-" : "cmpl-"), unixNow(),
                     job->params.model.empty() ? opts_.modelName : job->params.model};
 
   if (!job->params.stream) {
-    answerWhole(*job, res, meta, chat, fd, interval);
+    ClientWatch client(fd, [fd, http11 = req.version == "HTTP/1.1"] {
+      static constexpr char kProcessing[] = "HTTP/1.1 102 Processing\r\n\r\n";  // HTTP/1.0 clients get no 1xx
+      if (http11) (void)::send(fd, kProcessing, sizeof kProcessing - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    });
+    answerWhole(*job, res, meta, chat, client, interval);
     counters_.count(req.path, res.status == -1 ? 200 : res.status);
     logLine(req, res.status == -1 ? 200 : res.status, &job->usage, t0, endingOf(*job));
     return;

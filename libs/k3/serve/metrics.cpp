@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "k3/io/json_text.h"
+
 namespace k3::serve {
 
 void RequestCounters::count(const std::string& path, int status) {
@@ -46,6 +48,67 @@ std::string prometheusText(const RequestCounters& requests, const EngineStats& e
   metric(o, "k3_expert_resident_bytes", "gauge", "Routed-expert bytes resident.", static_cast<double>(e.residency.residentBytes));
   metric(o, "k3_state_cache_entries", "gauge", "Checkpoints held by the state cache.", static_cast<double>(e.cache.entries));
   metric(o, "k3_state_cache_bytes", "gauge", "Bytes held by the state cache.", static_cast<double>(e.cache.bytes));
+  metric(o, "k3_batch_steps_total", "counter", "Forward steps of the batch.", static_cast<double>(e.steps));
+  metric(o, "k3_batch_decode_rows_total", "counter", "Rows of those steps that were decode tokens.",
+         static_cast<double>(e.decodeRows));
+  metric(o, "k3_batch_prompt_rows_total", "counter", "Rows of those steps that were prompt tokens.",
+         static_cast<double>(e.prefillRows));
+  size_t busy = 0;
+  for (const SlotReport& s : e.slots) busy += s.state != "idle";
+  metric(o, "k3_slots", "gauge", "Sequence slots (--parallel).", static_cast<double>(e.slots.size()));
+  metric(o, "k3_slots_busy", "gauge", "Slots serving a request.", static_cast<double>(busy));
+  o << "# HELP k3_slot_tokens Tokens of each slot's request: prompt, fed, cached, generated.\n"
+       "# TYPE k3_slot_tokens gauge\n";
+  for (size_t i = 0; i < e.slots.size(); ++i) {
+    const SlotReport& s = e.slots[i];
+    const std::pair<const char*, size_t> kinds[] = {
+        {"prompt", s.promptTokens}, {"fed", s.fedTokens}, {"cached", s.cachedTokens}, {"generated", s.generatedTokens}};
+    for (const auto& [kind, n] : kinds)
+      o << "k3_slot_tokens{slot=\"" << i << "\",state=\"" << s.state << "\",kind=\"" << kind << "\"} " << n << '\n';
+  }
+  o << "# HELP k3_slot_tokens_per_second Each slot's generation rate since its first token.\n"
+       "# TYPE k3_slot_tokens_per_second gauge\n";
+  for (size_t i = 0; i < e.slots.size(); ++i)
+    o << "k3_slot_tokens_per_second{slot=\"" << i << "\",state=\"" << e.slots[i].state << "\"} "
+      << e.slots[i].tokensPerSecond << '\n';
+  return o.str();
+}
+
+std::string slotsJson(const EngineStats& e) {
+  std::vector<JsonObject> slots;
+  for (size_t i = 0; i < e.slots.size(); ++i) {
+    const SlotReport& s = e.slots[i];
+    JsonObject j;
+    j.add("id", i)
+        .add("state", s.state)
+        .add("prompt_tokens", s.promptTokens)
+        .add("fed_tokens", s.fedTokens)
+        .add("cached_tokens", s.cachedTokens)
+        .add("generated_tokens", s.generatedTokens)
+        .add("tokens_per_second", s.tokensPerSecond);
+    slots.push_back(std::move(j));
+  }
+  JsonObject out;
+  out.add("slots", std::span<const JsonObject>(slots));
+  return out.str();
+}
+
+std::string connectionMetricsText(const ConnectionStats& c, size_t maxConnections) {
+  std::ostringstream o;
+  o.precision(17);
+  metric(o, "k3_connections_open", "gauge", "Client connections open (idle, reading or being answered).",
+         static_cast<double>(c.open));
+  metric(o, "k3_connections_limit", "gauge", "Client connections that may be open (--max-connections).",
+         static_cast<double>(maxConnections));
+  metric(o, "k3_connections_accepted_total", "counter", "Client connections accepted.", static_cast<double>(c.accepted));
+  metric(o, "k3_connections_refused_total", "counter",
+         "Connections answered 503 and closed because --max-connections were open.",
+         static_cast<double>(c.refusedAtLimit));
+  metric(o, "k3_requests_timed_out_total", "counter",
+         "Requests not complete within --request-timeout (answered 408, closed).", static_cast<double>(c.timedOut));
+  metric(o, "k3_connections_idle_closed_total", "counter",
+         "Keep-alive connections closed after --keep-alive-timeout without a request.",
+         static_cast<double>(c.idleClosed));
   return o.str();
 }
 

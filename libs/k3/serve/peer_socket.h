@@ -1,20 +1,19 @@
 // Noticing that an HTTP client went away while its request is still being
-// worked on. cpp-httplib 0.11.4 gives a handler neither the socket nor a
-// "connection closed" query, so the handler looks its connection up once
-// (the socket whose peer and local ports are the request's) and then asks
-// the kernel whether the peer has closed it.
+// worked on, without mistaking a half-closed client for a gone one: a FIN
+// alone (the client shut its sending side) may still be a client waiting for
+// its answer; only a reset or an error is certain. The handler settles a FIN
+// by sending something the client must accept (an interim `102 Processing`
+// before a non-stream answer, an SSE comment inside a stream): a client that
+// closed completely answers that with a reset, a half-closed one reads it.
 // Thread-safety: stateless functions over a socket; safe from any thread.
 #pragma once
 
-#include <string>
-
 namespace k3::serve {
 
-// The descriptor of this process's TCP socket connected to
-// remoteAddr:remotePort from localPort; -1 if none is found.
-int findPeerSocket(const std::string& remoteAddr, int remotePort, int localPort);
+enum class PeerState { Open, HalfClosed, Gone };
 
-// True once the peer closed (FIN or reset); false while it is open.
-bool peerClosed(int fd);
+// What the kernel knows of the peer of connected socket `fd`, without
+// consuming input (pipelined bytes waiting count as Open).
+PeerState peerState(int fd);
 
 }  // namespace k3::serve

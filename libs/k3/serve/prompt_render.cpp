@@ -6,10 +6,19 @@
 
 namespace k3::serve {
 
-std::vector<int32_t> renderChatPrompt(const tok::Tokenizer& tok, const tok::ChatRequest& chat) {
+void contextExceeded(const std::string& param, size_t ctx, size_t promptTokens, bool atLeast) {
+  throw ApiError(400, "invalid_request_error", param, "context_length_exceeded",
+                 "this model's context is " + std::to_string(ctx) + " tokens (--ctx); the prompt has " +
+                     (atLeast ? "more than " : "") + std::to_string(promptTokens) +
+                     " tokens, leaving no room to generate");
+}
+
+std::vector<int32_t> renderChatPrompt(const tok::Tokenizer& tok, const tok::ChatRequest& chat, size_t ctx) {
   try {
-    const std::vector<uint32_t> ids = tok::renderChat(tok, chat).ids;
-    return {ids.begin(), ids.end()};
+    // One id more than fits is enough to know: the prompt needs ctx - 1 ids at most.
+    const tok::RenderedChat r = tok::renderChat(tok, chat, ctx - 1);
+    if (r.overLimit) contextExceeded("messages", ctx, ctx - 1, true);
+    return {r.ids.begin(), r.ids.end()};
   } catch (const k3::Error& e) {
     invalidRequest("messages", e.what());
   }
@@ -18,7 +27,7 @@ std::vector<int32_t> renderChatPrompt(const tok::Tokenizer& tok, const tok::Chat
 bool chatPromptThinks(const tok::ChatRequest& chat) { return chat.thinking && chat.addGenerationPrompt; }
 
 std::vector<int32_t> completionPrompt(const tok::Tokenizer& tok, const CompletionRequest& r,
-                                      std::optional<int64_t> bos, size_t vocabSize) {
+                                      std::optional<int64_t> bos, size_t vocabSize, size_t ctx) {
   if (r.promptIsIds) {
     for (size_t i = 0; i < r.promptIds.size(); ++i)
       if (static_cast<size_t>(r.promptIds[i]) >= vocabSize)
@@ -26,11 +35,11 @@ std::vector<int32_t> completionPrompt(const tok::Tokenizer& tok, const Completio
                                      " is outside the vocabulary [0, " + std::to_string(vocabSize) + ")");
     return r.promptIds;
   }
-  std::vector<int32_t> ids;
-  if (bos) ids.push_back(static_cast<int32_t>(*bos));
-  for (uint32_t id : tok.encode(r.promptText, false)) ids.push_back(static_cast<int32_t>(id));
-  if (ids.empty()) invalidRequest("prompt", "'prompt' is empty");
-  return ids;
+  std::vector<uint32_t> enc;
+  if (bos) enc.push_back(static_cast<uint32_t>(*bos));
+  if (!tok.encodeAppendUpTo(r.promptText, false, enc, ctx - 1)) contextExceeded("prompt", ctx, ctx - 1, true);
+  if (enc.empty()) invalidRequest("prompt", "'prompt' is empty");
+  return {enc.begin(), enc.end()};
 }
 
 }  // namespace k3::serve

@@ -12,10 +12,17 @@
 
 namespace k3::serve {
 
-std::vector<int32_t> renderChatPrompt(const tok::Tokenizer& tok, const tok::ChatRequest& chat);
+// Both refuse a prompt that leaves no room to generate in a context of `ctx`
+// tokens (400 context_length_exceeded) as soon as encoding passes it: an
+// 8 MiB prompt costs the work of ctx tokens, not of 8 MiB.
+std::vector<int32_t> renderChatPrompt(const tok::Tokenizer& tok, const tok::ChatRequest& chat, size_t ctx);
 // Whether the rendered chat prompt ends inside the think channel.
 bool chatPromptThinks(const tok::ChatRequest& chat);
 std::vector<int32_t> completionPrompt(const tok::Tokenizer& tok, const CompletionRequest& r,
-                                      std::optional<int64_t> bos, size_t vocabSize);
+                                      std::optional<int64_t> bos, size_t vocabSize, size_t ctx);
+
+// The 400 for a prompt of `promptTokens` (or, when `atLeast`, more than that)
+// in a context of `ctx`.
+[[noreturn]] void contextExceeded(const std::string& param, size_t ctx, size_t promptTokens, bool atLeast);
 
 }  // namespace k3::serve

@@ -1,4 +1,4 @@
-// The bounded FIFO in front of the one generation slot: handlers push, the
+// The bounded FIFO in front of the generation slots: handlers push, the
 // engine's worker pops. A full queue refuses at once (the caller answers 429)
 // instead of letting clients pile up behind a CPU-bound model.
 // Thread-safety: thread-safe (one mutex): handler threads push while the worker
@@ -33,6 +33,15 @@ class RequestQueue {
   std::shared_ptr<T> pop() {
     std::unique_lock<std::mutex> lock(m_);
     cv_.wait(lock, [&] { return closed_ || !items_.empty(); });
+    if (items_.empty()) return nullptr;
+    auto item = std::move(items_.front());
+    items_.pop_front();
+    return item;
+  }
+
+  // The oldest item without waiting; null when none waits.
+  std::shared_ptr<T> tryPop() {
+    std::lock_guard<std::mutex> lock(m_);
     if (items_.empty()) return nullptr;
     auto item = std::move(items_.front());
     items_.pop_front();

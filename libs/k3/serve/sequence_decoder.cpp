@@ -52,7 +52,9 @@ int32_t SequenceDecoder::pick(const float* logits) {
     processor_.apply(adjusted_.data());
     logits = adjusted_.data();
   }
-  // (grammar mask: here, on the copy, disallowed ids = −inf)
+  // Grammar mask (structured output) goes here: disallowed ids = −inf, on
+  // the copy (adjusted_; make it as above when the processor is off — the
+  // session's logits are read-only), so the logprobs below see the mask.
   const int32_t id = sampler_.sample(logits);
   if (logprobs_) lastLogprob_ = logprobs_->compute(logits, id, job_.params.topLogprobs);
   return id;

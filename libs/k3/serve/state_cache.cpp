@@ -10,53 +10,57 @@ bool isPrefix(std::span<const int32_t> p, std::span<const int32_t> of) {
 }
 }  // namespace
 
-size_t StateCache::resume(model::Session& s, std::span<const int32_t> prompt, bool liveLogitsCurrent) {
+size_t StateCache::resume(model::SequenceState& s, std::span<const int32_t> prompt) {
   if (budget_ == 0) {
     s.reset();
     return 0;
   }
-  // Checkpoints the new prompt does not extend lose their MLA rows once the
-  // prompt is fed: drop them now.
+  // Checkpoints of `s` the new prompt does not extend lose their MLA rows
+  // once the prompt is fed: drop them now.
   for (auto it = lru_.begin(); it != lru_.end();)
-    if (isPrefix(it->tokens, prompt)) {
+    if (it->from != &s || isPrefix(it->snap.tokens, prompt)) {
       ++it;
     } else {
-      bytes_ -= it->bytes();
+      bytes_ -= it->snap.bytes();
       it = lru_.erase(it);
     }
-  const std::span<const int32_t> held(s.history());
-  const bool liveUsable = isPrefix(held, prompt) && (held.size() < prompt.size() || liveLogitsCurrent);
+  // Usable checkpoints: a prefix of the prompt whose MLA rows `s` still holds.
+  const std::span<const int32_t> held(s.tokens);
+  const bool liveUsable = isPrefix(held, prompt) && (held.size() < prompt.size() || s.logitsCurrent);
   auto best = lru_.end();
   for (auto it = lru_.begin(); it != lru_.end(); ++it)
-    if (best == lru_.end() || it->tokens.size() > best->tokens.size()) best = it;
-  if (liveUsable && (best == lru_.end() || held.size() >= best->tokens.size())) return held.size();
+    if (isPrefix(it->snap.tokens, prompt) && isPrefix(it->snap.tokens, held) &&
+        (best == lru_.end() || it->snap.tokens.size() > best->snap.tokens.size()))
+      best = it;
+  if (liveUsable && (best == lru_.end() || held.size() >= best->snap.tokens.size())) return held.size();
   if (best == lru_.end()) {
     s.reset();
     return 0;
   }
-  s.restore(*best);
+  model::restoreTo(s, best->snap);
   lru_.splice(lru_.begin(), lru_, best);  // most recently used
-  return s.history().size();
+  return s.tokens.size();
 }
 
-void StateCache::checkpoint(const model::Session& s) {
+void StateCache::checkpoint(const model::SequenceState& s) {
   if (budget_ == 0) return;
-  const auto& h = s.history();
+  const auto& h = s.tokens;
   for (auto it = lru_.begin(); it != lru_.end(); ++it)
-    if (it->tokens == h) {  // already held: refresh its place
+    if (it->snap.tokens == h) {  // already held: refresh its place
+      it->from = &s;
       lru_.splice(lru_.begin(), lru_, it);
       return;
     }
-  model::StateSnapshot snap = s.snapshot();
+  model::StateSnapshot snap = model::snapshotOf(s);
   if (snap.bytes() > budget_) return;
   bytes_ += snap.bytes();
-  lru_.push_front(std::move(snap));
+  lru_.push_front({std::move(snap), &s});
   evictToBudget();
 }
 
 void StateCache::evictToBudget() {
   while (bytes_ > budget_ && !lru_.empty()) {
-    bytes_ -= lru_.back().bytes();
+    bytes_ -= lru_.back().snap.bytes();
     lru_.pop_back();
   }
 }

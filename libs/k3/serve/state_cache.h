@@ -1,13 +1,15 @@
 // Reuse of model state across requests. Clients resend the whole
 // conversation each turn and KDA state cannot be rewound, so the cache keeps
-// the live session (its history) plus checkpoints taken at the end of each
-// request's prompt (model::StateSnapshot: KDA/conv copied, the MLA cache
-// only as a length), least recently used first out beyond a byte budget.
+// checkpoints taken at the end of each request's prompt (model::StateSnapshot:
+// KDA/conv copied, the MLA cache only as a length), least recently used first
+// out beyond a byte budget; a sequence's live state (its tokens) is reused as
+// is when it extends.
 //
-// Invariant: every checkpoint's tokens are a prefix of the live history, so
-// the live MLA cache still holds the rows it relies on. When a prompt
-// diverges from the history, the checkpoints that are not a prefix of the
-// new prompt would lose their rows and are dropped.
+// A checkpoint relies on the MLA rows of the sequence it was taken from, so
+// it is restored only into a sequence whose tokens it is a prefix of (one
+// that still holds those rows); when a sequence takes a new prompt, its
+// checkpoints that are not a prefix of it would lose their rows and are
+// dropped.
 // Thread-safety: not thread-safe; the engine's worker thread owns it (its stats
 // are copied out under the engine's lock).
 #pragma once
@@ -17,7 +19,7 @@
 #include <list>
 #include <span>
 
-#include "k3/model/session.h"
+#include "k3/model/sequence_state.h"
 
 namespace k3::serve {
 
@@ -31,22 +33,25 @@ class StateCache {
   // budgetBytes 0: no reuse at all, every request starts from token 0.
   explicit StateCache(uint64_t budgetBytes) : budget_(budgetBytes) {}
 
-  // Brings `s` to the longest reusable prefix of `prompt` (the live state,
+  // Brings `s` to the longest reusable prefix of `prompt` (its live state,
   // a checkpoint, or nothing) and returns its length; the caller feeds the
-  // rest. `liveLogitsCurrent`: s.lastLogits() belongs to its last token
-  // (false after a cancelled feed). Never returns more than prompt.size(),
-  // and returns prompt.size() only with logits to generate from.
-  size_t resume(model::Session& s, std::span<const int32_t> prompt, bool liveLogitsCurrent);
+  // rest. Never returns more than prompt.size(), and returns prompt.size()
+  // only with logits to generate from (s.logitsCurrent).
+  size_t resume(model::SequenceState& s, std::span<const int32_t> prompt);
 
   // Checkpoints `s` (call after a completed prompt feed).
-  void checkpoint(const model::Session& s);
+  void checkpoint(const model::SequenceState& s);
 
   StateCacheStats stats() const;
 
  private:
   void evictToBudget();
   uint64_t budget_;
-  std::list<model::StateSnapshot> lru_;  // most recent first
+  struct Entry {
+    model::StateSnapshot snap;
+    const model::SequenceState* from;  // whose MLA rows it relies on
+  };
+  std::list<Entry> lru_;  // most recent first
   uint64_t bytes_ = 0;
 };
 

@@ -1,6 +1,7 @@
 #include "k3/tok/chat_encoder.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <string_view>
 #include <utility>
@@ -65,16 +66,19 @@ const char* argumentType(const JsonValue& v) {
 
 class XtmlWriter {
  public:
-  explicit XtmlWriter(const Tokenizer& tok) : tok_(tok), sp_(xtmlSpecials(tok, "chat prompt")) {}
+  explicit XtmlWriter(const Tokenizer& tok, size_t limit = SIZE_MAX)
+      : tok_(tok), sp_(xtmlSpecials(tok, "chat prompt")), limit_(limit) {}
 
   void text(std::string_view s) {
-    if (s.empty()) return;
-    out_.segments.push_back({false, 0, std::string(s)});
-    tok_.encodeAppend(s, false, out_.ids);
+    if (s.empty() || out_.overLimit) return;
+    out_.overLimit = !tok_.encodeAppendUpTo(s, false, out_.ids, limit_);
+    if (!out_.overLimit) out_.segments.push_back({false, 0, std::string(s)});
   }
   void special(uint32_t id) {
+    if (out_.overLimit) return;
     out_.segments.push_back({true, id, tok_.tokenBytes(id)});
     out_.ids.push_back(id);
+    out_.overLimit = out_.ids.size() > limit_;
   }
   // OPEN(tag, k=v…) = <|open|> «tag» then « k» «="» «escape(v)» «"» each, <|sep|>.
   void open(std::string_view tag, const Attrs& attrs = {}) {
@@ -110,6 +114,7 @@ class XtmlWriter {
  private:
   const Tokenizer& tok_;
   XtmlSpecials sp_;
+  size_t limit_;
   RenderedChat out_;
 };
 
@@ -219,8 +224,10 @@ const char* effortName(ThinkingEffort e) {
 
 }  // namespace
 
-RenderedChat renderChat(const Tokenizer& tok, const ChatRequest& req) {
-  XtmlWriter w(tok);
+RenderedChat renderChat(const Tokenizer& tok, const ChatRequest& req) { return renderChat(tok, req, SIZE_MAX); }
+
+RenderedChat renderChat(const Tokenizer& tok, const ChatRequest& req, size_t tokenLimit) {
+  XtmlWriter w(tok, tokenLimit);
   // 1-2: global turns.
   if (!req.toolsJson.empty()) writeToolDeclaration(w, nullptr, kToolDeclare, req.toolsJson);
   if (req.thinking && req.effort != ThinkingEffort::None) {

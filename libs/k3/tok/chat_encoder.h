@@ -25,12 +25,16 @@ struct ChatSegment {
 struct RenderedChat {
   std::vector<ChatSegment> segments;  // in order; empty text segments are omitted
   std::vector<uint32_t> ids;          // the segments encoded and concatenated
+  bool overLimit = false;             // renderChat with a token limit: the prompt is longer (ids, segments cut)
 };
 
 // The whole prompt, every element of §7.6 in order. Throws k3::Error(Usage)
 // naming messages[i].field for a request the format cannot express, and
 // (Missing) when the tokenizer lacks one of the four XTML specials.
 RenderedChat renderChat(const Tokenizer& tok, const ChatRequest& request);
+// The same, but encoding stops once the prompt passes `tokenLimit` ids
+// (overLimit then): the work is bounded by the limit, not the request.
+RenderedChat renderChat(const Tokenizer& tok, const ChatRequest& request, size_t tokenLimit);
 
 // What a model writes for `assistant` after the generation prompt: with
 // thinking, starting after OPEN(think) (reasoning CLOSE(think) OPEN(response)

@@ -1,5 +1,7 @@
 #include "k3/tok/tokenizer.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <filesystem>
 
 #include "k3/io/error.h"
@@ -12,6 +14,7 @@ Tokenizer::Tokenizer(Vocab vocab, AddedTokens added)
   if (added_.numBase() != vocab_.size())
     fail(ErrorKind::Internal, "tokenizer: added tokens start at ", added_.numBase(), " but the vocabulary has ",
          vocab_.size(), " ranks");
+  for (uint32_t r = 0; r < vocab_.size(); ++r) longestToken_ = std::max(longestToken_, vocab_.bytes(r).size());
 }
 
 Tokenizer Tokenizer::fromFiles(const std::string& tiktokenPath, const std::string& configPathOrEmpty) {
@@ -30,16 +33,31 @@ Tokenizer Tokenizer::fromDirectory(const std::string& dir) {
   return fromFiles(model.string(), fs::exists(config) ? config.string() : std::string());
 }
 
-void Tokenizer::encodeOrdinary(std::string_view text, std::vector<uint32_t>& out) const {
-  pre_.split(text, [&](std::string_view piece) { bytePairEncode(vocab_, piece, out); });
+bool Tokenizer::encodeOrdinary(std::string_view text, std::vector<uint32_t>& out, size_t limit) const {
+  if (limit == SIZE_MAX) {
+    pre_.split(text, [&](std::string_view piece) { bytePairEncode(vocab_, piece, out); });
+    return true;
+  }
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t end = pre_.pieceEnd(text, pos);
+    if (out.size() >= limit + 1) return false;
+    const size_t room = limit + 1 - out.size();  // ids that still fit, and one more
+    // Fewer than (bytes / longest token) ids cannot cover the piece.
+    if ((end - pos) / longestToken_ > room) return false;
+    bytePairEncode(vocab_, text.substr(pos, end - pos), out);
+    pos = end;
+  }
+  return out.size() <= limit;
 }
 
 void Tokenizer::encodeAppend(std::string_view text, bool allowSpecial, std::vector<uint32_t>& out) const {
-  if (text.empty()) return;
-  if (!allowSpecial) {
-    encodeOrdinary(text, out);
-    return;
-  }
+  encodeAppendUpTo(text, allowSpecial, out, SIZE_MAX);
+}
+
+bool Tokenizer::encodeAppendUpTo(std::string_view text, bool allowSpecial, std::vector<uint32_t>& out,
+                                 size_t limit) const {
+  if (text.empty()) return out.size() <= limit;
+  if (!allowSpecial) return encodeOrdinary(text, out, limit);
   // tiktoken: split at special-token matches; each stretch between them is
   // pre-tokenized on its own (a lookahead never sees the special's text).
   size_t segment = 0;
@@ -50,12 +68,13 @@ void Tokenizer::encodeAppend(std::string_view text, bool allowSpecial, std::vect
       ++pos;
       continue;
     }
-    encodeOrdinary(text.substr(segment, pos - segment), out);
+    if (!encodeOrdinary(text.substr(segment, pos - segment), out, limit)) return false;
     out.push_back(hit->id);
+    if (out.size() > limit) return false;
     pos += hit->content.size();
     segment = pos;
   }
-  encodeOrdinary(text.substr(segment), out);
+  return encodeOrdinary(text.substr(segment), out, limit);
 }
 
 std::vector<uint32_t> Tokenizer::encode(std::string_view text, bool allowSpecial) const {

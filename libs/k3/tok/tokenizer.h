@@ -30,6 +30,13 @@ class Tokenizer {
   // the earliest, then longest, added-token content is emitted as its id.
   std::vector<uint32_t> encode(std::string_view text, bool allowSpecial = false) const;
   void encodeAppend(std::string_view text, bool allowSpecial, std::vector<uint32_t>& out) const;
+  // encodeAppend that stops once `out` would hold more than `limit` ids:
+  // false then (the whole encoding is longer; `out` holds some prefix of it).
+  // Work and memory are bounded by the limit, not the text (a server refuses
+  // a prompt longer than its context without encoding all of it): pieces are
+  // encoded one at a time, and a piece too long to fit in the ids left (more
+  // bytes than they can cover at the longest token) is not encoded at all.
+  bool encodeAppendUpTo(std::string_view text, bool allowSpecial, std::vector<uint32_t>& out, size_t limit) const;
   // The bytes of the ids concatenated (may be invalid UTF-8 if the ids split
   // a character, exactly as tiktoken's decode_bytes). Throws on unknown ids.
   std::string decode(std::span<const uint32_t> ids) const;
@@ -47,11 +54,12 @@ class Tokenizer {
   const PreTokenizer& preTokenizer() const { return pre_; }
 
  private:
-  void encodeOrdinary(std::string_view text, std::vector<uint32_t>& out) const;
+  bool encodeOrdinary(std::string_view text, std::vector<uint32_t>& out, size_t limit) const;
 
   Vocab vocab_;
   AddedTokens added_;
   PreTokenizer pre_;
+  size_t longestToken_ = 1;  // bytes of the longest rank
 };
 
 }  // namespace k3::tok

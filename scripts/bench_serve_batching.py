@@ -1,0 +1,125 @@
+"""Continuous batching figures for scripts/bench_serve --batching (issue 31).
+
+Against one `k3-run --serve --parallel 8`, streamed /v1/completions clients in
+threads (each only timestamps its lines while streaming, parses afterwards):
+  1. aggregate decode tok/s with 1, 4 and 8 concurrent clients: the sum over
+     clients of (completion_tokens - 1) / (the last text chunk of any - the
+     first text chunk of any); the ratios 4:1 (goal >= 2.0) and 8:1 (>= 2.5);
+  2. time to first token of a short request sent while 3 streams decode
+     (goal <= 2 s);
+  3. the inter-token time of 3 running streams while a long prompt (2,000
+     ids) is ingested, over their inter-token time in the seconds before it
+     arrived (goal <= 2x), mean and 90th percentile.
+"""
+import json
+import statistics
+import threading
+import time
+import urllib.request
+
+
+def _stream(url, body, out):
+    req = urllib.request.Request(url + "/v1/completions",
+                                 data=json.dumps({**body, "stream": True,
+                                                  "stream_options": {"include_usage": True}}).encode(),
+                                 headers={"content-type": "application/json"})
+    out["sent"] = time.perf_counter()
+    lines = out["lines"]
+    try:
+        with urllib.request.urlopen(req) as r:
+            for raw in r:
+                lines.append((time.perf_counter(), raw))
+    except Exception:  # cut by the server's stop (section 3's endless streams)
+        pass
+    texts, usage = [], None
+    for t, raw in lines:
+        line = raw.decode(errors="replace").strip()
+        if not line.startswith("data: ") or line == "data: [DONE]":
+            continue
+        try:
+            c = json.loads(line[6:])
+        except ValueError:
+            continue
+        if c.get("usage"):
+            usage = c["usage"]
+        if (c.get("choices") or [{}])[0].get("text"):
+            texts.append(t)
+    out["times"], out["usage"] = texts, usage
+
+
+def start(url, body):
+    out = {"lines": []}
+    th = threading.Thread(target=_stream, args=(url, body, out))
+    th.start()
+    return th, out
+
+
+def wait_decoding(running, lines=6):
+    while not all(len(o["lines"]) >= lines for _, o in running):
+        time.sleep(0.02)
+
+
+def aggregate(url, prompts, max_tokens):
+    runs = [start(url, {"prompt": p, "max_tokens": max_tokens, "temperature": 0}) for p in prompts]
+    for th, _ in runs:
+        th.join()
+    outs = [o for _, o in runs]
+    first = min(o["times"][0] for o in outs)
+    last = max(o["times"][-1] for o in outs)
+    return sum(o["usage"]["completion_tokens"] - 1 for o in outs) / (last - first)
+
+
+def gaps(times, t0, t1):
+    return [b - a for a, b in zip(times, times[1:]) if a >= t0 and b <= t1]
+
+
+def p90(v):
+    return sorted(v)[int(0.9 * (len(v) - 1))]
+
+
+def measure(url, vocab, stop_server, repeat=1, decode_tokens=48, long_prompt=2000):
+    """Runs the three sections; stop_server() is called at the end (it cuts
+    section 3's endless streams)."""
+    def ids(seed, n):
+        return [(seed * 7919 + i * 104729 + 11) % min(vocab, 4000) for i in range(n)]
+
+    res = {}
+    start(url, {"prompt": ids(99, 8), "max_tokens": 4, "temperature": 0})[0].join()  # warm-up
+    for k in (1, 4, 8):
+        res[f"aggregate_tok_s_{k}"] = statistics.median(
+            aggregate(url, [ids(100 * r + i, 16) for i in range(k)], decode_tokens) for r in range(repeat))
+    res["ratio_4"] = res["aggregate_tok_s_4"] / res["aggregate_tok_s_1"]
+    res["ratio_8"] = res["aggregate_tok_s_8"] / res["aggregate_tok_s_1"]
+
+    ttfts = []
+    for r in range(repeat):
+        running = [start(url, {"prompt": ids(500 + 10 * r + i, 16), "max_tokens": 2 * decode_tokens,
+                               "temperature": 0}) for i in range(3)]
+        wait_decoding(running)
+        th, o = start(url, {"prompt": ids(700 + r, 24), "max_tokens": 4, "temperature": 0})
+        th.join()
+        ttfts.append(o["times"][0] - o["sent"])
+        for t, _ in running:
+            t.join()
+    res["ttft_short_beside_3_s"] = statistics.median(ttfts)
+
+    running = [start(url, {"prompt": ids(900 + i, 16), "max_tokens": 100000, "temperature": 0}) for i in range(3)]
+    wait_decoding(running)
+    time.sleep(6.0)  # they decode without the long prompt for a while
+    th, o = start(url, {"prompt": ids(950, long_prompt), "max_tokens": 2, "temperature": 0})
+    th.join()
+    ingest0, ingest1 = o["sent"], o["times"][0]
+    time.sleep(0.5)
+    stop_server()
+    for t, _ in running:
+        t.join()
+    before, during = [], []
+    for _, o in running:
+        before += gaps(o["times"], ingest0 - 5.0, ingest0)
+        during += gaps(o["times"], ingest0, ingest1)
+    res["long_prompt_ingest_s"] = ingest1 - ingest0
+    res["itl_before_mean_s"], res["itl_ingest_mean_s"] = statistics.mean(before), statistics.mean(during)
+    res["itl_before_p90_s"], res["itl_ingest_p90_s"] = p90(before), p90(during)
+    res["itl_ratio_mean"] = res["itl_ingest_mean_s"] / res["itl_before_mean_s"]
+    res["itl_ratio_p90"] = res["itl_ingest_p90_s"] / res["itl_before_p90_s"]
+    return res
