@@ -12,6 +12,7 @@
 #include <string>
 
 #include "app_errors.h"
+#include "help_format.h"
 
 namespace k3app {
 
@@ -23,9 +24,10 @@ inline CLI::Validator notNegative() {
 }
 
 // Returns the exit code when the app must stop now (help, version, error),
-// nullopt when it should go on. The JSON error object is printed when the
+// nullopt when it should go on. --help is laid out by HelpFormatter. The JSON error object is printed when the
 // flags parsed before the error asked for --json.
 inline std::optional<int> parseCommandLine(CLI::App& app, const ErrorPolicy& errors, int argc, char** argv) {
+  useHelpFormatter(app);
   try {
     app.parse(argc, argv);
     return std::nullopt;

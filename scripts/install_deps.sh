@@ -11,7 +11,9 @@ pkgs=(cmake ninja-build g++ pkg-config ccache
       # training reads (fortunes, GCIDE, KJV) and tzdata's city names
       python3-torch libopenblas0-pthread fortunes fortunes-min dict-gcide bible-kjv tzdata
       # the web chat browser test (npm puppeteer-core drives it)
-      chromium)
+      chromium
+      # the replica test: two servers sharing --state-cache-dir behind a round-robin proxy
+      nginx)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 # nodejs/npm may come from elsewhere on dev boxes: only require the commands.

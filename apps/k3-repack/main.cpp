@@ -40,9 +40,11 @@ int main(int argc, char** argv) {
   std::string spread;
   app.add_option("--spread", spread,
                  "spread the shard files over DST and these directories (DIR2[,DIR3...], one per drive): "
-                 "each layer's experts are cut across all of them");
-  app.add_option("--shards", shards,
-                 "convert only these source shards (e.g. 1-40,45); finalize later with --finalize");
+                 "each layer's experts are cut across all of them (default: none, all in DST)")
+      ->option_text("DIR2[,DIR3...]");
+  CLI::Option* shardsOpt = app.add_option("--shards", shards,
+                 "convert only these source shards (e.g. 1-40,45); finalize later with --finalize (default: all, then finalize)")
+      ->option_text("LIST");
   CLI::Option* threadsOpt = app.add_option("--threads", threads, "quantization threads (default: all cores)");
   long long jobs = 0;
   CLI::Option* jobsOpt = app.add_option(
@@ -79,14 +81,16 @@ int main(int argc, char** argv) {
     const size_t cores = std::max(1u, std::thread::hardware_concurrency());
     opt.converter.threads = threadsOpt->count() ? k3::checkThreadCount(threads) : cores;
     opt.jobs = jobsOpt->count() ? k3::checkThreadCount(jobs, "--jobs") : std::min<size_t>(cores, 4);
-    if (!shards.empty()) opt.shards = k3::convert::parseShardList(shards);
+    if (shardsOpt->count()) opt.shards = k3::convert::parseShardList(shards);  // "" is refused, not "all"
     if (!spread.empty()) opt.spread = k3::parseSpreadDirs(spread);
     if (opt.finalizeOnly && !opt.shards.empty())
       k3::fail(k3::ErrorKind::Usage, "--finalize and --shards are exclusive");
     k3::convert::RepackSummary sum = k3::convert::repack(opt);
     if (json) {
       std::cout << sum.toJson(opt) << "\n";
-    } else if (opt.dryRun) {
+    } else if (!opt.dryRun) {
+      std::cout << sum.textLine(opt) << "\n";
+    } else {
       for (const auto& s : sum.shards)
         std::printf("%s <- %s  %llu bytes, %llu experts, %llu quantized  %s\n", s.output.c_str(),
                     s.source.c_str(), static_cast<unsigned long long>(s.size),

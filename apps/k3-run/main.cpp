@@ -109,7 +109,7 @@ struct Args {
   bool serve = false;
   k3::serve::ServeOptions srv;
   std::string apiKeyFile;
-  double stateCacheGb = 1.0;
+  double stateCacheGb = 1.0, stateCacheDiskGb = 16.0;
 };
 
 std::vector<std::string> spreadDirs(const Args& a) {
@@ -246,7 +246,11 @@ int serveMain(Args a) {
     while (!a.srv.apiKey.empty() && std::isspace(static_cast<unsigned char>(a.srv.apiKey.back()))) a.srv.apiKey.pop_back();
     if (a.srv.apiKey.empty()) fail(ErrorKind::Usage, a.apiKeyFile, ": the API key file is empty");
   }
-  a.srv.engine.stateCacheBytes = static_cast<uint64_t>(a.stateCacheGb * 1e9);
+  a.srv.engine.stateCache.ramBytes = static_cast<uint64_t>(a.stateCacheGb * 1e9);
+  a.srv.engine.stateCache.diskBytes = static_cast<uint64_t>(a.stateCacheDiskGb * 1e9);
+  if (!(a.stateCacheGb >= 0) || !(a.stateCacheDiskGb >= 0))
+    fail(ErrorKind::Usage, "--state-cache-gb ", a.stateCacheGb, " / --state-cache-disk-gb ", a.stateCacheDiskGb,
+         ": must be 0 or more");
   a.srv.samplingDefaults = readGenerationDefaults(a.dir).sampling;  // what a request without the fields gets
   a.srv.engine.logBatches = true;
   if (a.srv.engine.parallel == 0) fail(ErrorKind::Usage, "--parallel 0: must be at least 1");
@@ -606,14 +610,19 @@ int main(int argc, char** argv) {
   app.add_option("--api-key-file", a.apiKeyFile, "--serve: read the API key from a file");
   app.add_option("--model-name", a.srv.modelName, "--serve: model id in /v1/models (default k3)");
   app.add_option("--queue", a.srv.engine.queue, "--serve: requests that may wait for a free slot (default 8)");
+  // At most 256: the HTTP pool is sized by it before the model (and so the memory check) is loaded.
   app.add_option("--parallel", a.srv.engine.parallel,
                  "--serve: sequences generated at once (continuous batching), each with its state at --ctx "
-                 "(default 4)");
+                 "(1-256, default 4)")
+      ->check(CLI::Range(size_t{1}, size_t{256}));
   app.add_option("--batch-tokens", a.srv.engine.batchTokens,
                  "--serve: rows per forward step: a token of every running sequence plus pieces of waiting "
                  "prompts (default: --chunk); smaller keeps the running streams' inter-token time lower while "
                  "a long prompt is fed");
-  app.add_option("--state-cache-gb", a.stateCacheGb, "--serve: state checkpoints kept for reuse, GB (0 = no reuse; default 1)");
+  app.add_option("--state-cache-gb", a.stateCacheGb, "--serve: state checkpoints kept in RAM for reuse, GB (0 = no reuse; default 1)");
+  app.add_option("--state-cache-dir", a.srv.engine.stateCache.dir,
+                 "--serve: also keep checkpoints as files here (restarts and replicas sharing it resume from them)");
+  app.add_option("--state-cache-disk-gb", a.stateCacheDiskGb, "--serve: bytes of files in --state-cache-dir, GB (default 16)");
   app.add_option("--stream-interval-ms", a.srv.streamIntervalMs,
                  "--serve: send streamed output at most this often, ms (default 10; 0 = every token)");
   app.add_option("--cors", a.srv.corsOrigin, "--serve: allow this browser origin (CORS off by default)");

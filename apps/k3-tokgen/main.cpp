@@ -122,9 +122,25 @@ struct WriteFlags {  // no subcommand: write tokenizer.json and/or check a corpu
   bool json = false, noWrite = false;
 };
 
+// A SOURCE path that does not exist: when no text came another way it is most
+// likely the text itself (`encode tiktoken.model hello` reads "hello" as the
+// TOKENIZER_CONFIG), so the error says how text is given.
+void checkEncodeSourceExists(const EncodeArgs& e, bool textElsewhere) {
+  for (size_t i = 0; i < e.source.size(); ++i) {
+    if (fs::exists(e.source[i])) continue;
+    const std::string what = i == 0 ? "no such file or directory (SOURCE: a snapshot directory or TIKTOKEN_MODEL)"
+                                    : "no such file (after a TIKTOKEN_MODEL comes its TOKENIZER_CONFIG)";
+    if (textElsewhere) k3::fail(k3::ErrorKind::Missing, "encode: ", e.source[i], ": ", what);
+    k3::fail(k3::ErrorKind::Missing, "encode: ", e.source[i], ": ", what,
+             i == 0 ? "; to encode text, give SOURCE first, then the text, -t TEXT or stdin"
+                    : "; to encode it as text, use -t TEXT or stdin");
+  }
+}
+
 int encodeMain(const EncodeFlags& f) {
   const EncodeArgs e = splitEncodeArgs(f.args);
   if (e.text && f.textGiven) k3::fail(k3::ErrorKind::Usage, "encode: the text given twice (TEXT and --text)");
+  checkEncodeSourceExists(e, e.text || f.textGiven);
   Tokenizer tok = loadSource(e.source);
   const std::string text = e.text ? *e.text : f.textGiven ? f.text : readStdin(k3::kTextInput);
   std::cout << k3::tok::formatIds(tok.encode(text, f.allowSpecial), f.json) << "\n";
@@ -289,9 +305,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
 
   WriteFlags wr;
-  app.add_option("source", wr.source, "snapshot directory, or TIKTOKEN_MODEL [TOKENIZER_CONFIG]");
+  app.add_option("source", wr.source, "snapshot directory, or TIKTOKEN_MODEL [TOKENIZER_CONFIG]")->option_text("SOURCE");
   app.add_option("-o,--output", wr.output, "tokenizer.json path ('-' = stdout; default: next to tiktoken.model)");
-  app.add_option("--check", wr.corpus, "JSON-lines corpus: strings, or {\"text\",\"ids\"[,\"allow_special\"]}");
+  app.add_option("--check", wr.corpus, "JSON-lines corpus: strings, or {\"text\",\"ids\"[,\"allow_special\"]} (default: no check)");
   app.add_flag("--no-write", wr.noWrite, "with --check: do not write tokenizer.json");
   app.add_flag("--json", wr.json, "machine-readable output");
 
@@ -299,21 +315,26 @@ int main(int argc, char** argv) {
   CLI::App* enc = app.add_subcommand("encode", "print the token ids of TEXT (or stdin)");
   enc->add_option("args", en.args, "SOURCE (snapshot directory or TIKTOKEN_MODEL [TOKENIZER_CONFIG]), then TEXT")
       ->expected(1, 3)
-      ->required();
+      ->required()
+      ->option_text("SOURCE [TEXT]");
   CLI::Option* textOpt = enc->add_option("--text,-t", en.text, "text to encode (instead of TEXT; default: read stdin)");
   enc->add_flag("--allow-special", en.allowSpecial, "match added-token text such as <|open|> as one id");
   enc->add_flag("--json", en.json, "print a JSON array");
 
   DecodeFlags de;
   CLI::App* dec = app.add_subcommand("decode", "write the bytes of token ids (args or stdin)");
-  dec->add_option("source", de.source, "snapshot directory or TIKTOKEN_MODEL [TOKENIZER_CONFIG]")->expected(1, 2);
+  dec->add_option("source", de.source, "snapshot directory or TIKTOKEN_MODEL [TOKENIZER_CONFIG]")
+      ->expected(1, 2)
+      ->option_text("SOURCE");
   dec->add_option("--ids", de.ids, "token ids (default: read stdin, separated by spaces/commas/brackets)");
   dec->add_flag("--json", de.json, "print {\"text\": ...} (invalid UTF-8 replaced by U+FFFD)");
 
   ChatFlags ch;
   CLI::App* chat = app.add_subcommand(
       "chat", "print the XTML prompt ids of an OpenAI chat-completions request (docs/CHAT.md)");
-  chat->add_option("source", ch.source, "snapshot directory or TIKTOKEN_MODEL [TOKENIZER_CONFIG]")->expected(1, 2);
+  chat->add_option("source", ch.source, "snapshot directory or TIKTOKEN_MODEL [TOKENIZER_CONFIG]")
+      ->expected(1, 2)
+      ->option_text("SOURCE");
   chat->add_option("--file,-f", ch.file,
                    "request JSON: {\"messages\", \"tools\", \"tool_choice\", \"response_format\", "
                    "\"chat_template_kwargs\": {\"thinking\", \"thinking_effort\"}, \"reasoning_effort\", "
@@ -331,14 +352,17 @@ int main(int argc, char** argv) {
       "parse", "parse what the model generated after the generation prompt into an assistant message (docs/CHAT.md)");
   parse->add_option("args", pa.args, "SOURCE (1 or 2 paths) then IDS: ids separated by commas/spaces, a file of them, or - for stdin")
       ->expected(2, 3)
-      ->required();
+      ->required()
+      ->option_text("SOURCE IDS");
   parse->add_flag("--no-thinking", pa.noThinking, "the prompt opened the response channel, not think");
   parse->add_option("--tools", pa.tools, "an OpenAI request whose tools the calls are checked against (default: none)");
   parse->add_flag("--json", pa.json, "print the OpenAI choice {\"index\", \"message\", \"finish_reason\"}");
 
   BenchFlags be;
   CLI::App* bench = app.add_subcommand("bench", "encode throughput of FILE (best of --repeat runs), as JSON");
-  bench->add_option("source", be.source, "snapshot directory or TIKTOKEN_MODEL [TOKENIZER_CONFIG]")->expected(1, 2);
+  bench->add_option("source", be.source, "snapshot directory or TIKTOKEN_MODEL [TOKENIZER_CONFIG]")
+      ->expected(1, 2)
+      ->option_text("SOURCE");
   bench->add_option("--file", be.file, "text file to encode")->required();
   bench->add_option("--repeat", be.repeat, "runs; the fastest is reported")->check(CLI::PositiveNumber);
 

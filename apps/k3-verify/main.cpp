@@ -22,12 +22,14 @@ int main(int argc, char** argv) {
   long long threads = 0;  // signed: -1 must be refused, not read as 2^64-1
   app.add_option("DST", dst, "container directory written by k3-repack")->required();
   app.add_flag("--full", full, "re-read every byte: SHA-256 of each expert and shard vs the manifest");
-  app.add_option("--source", source, "also hash the source snapshot's expert bytes against the manifest");
+  app.add_option("--source", source, "also hash the source snapshot's expert bytes against the manifest (default: no source)")
+      ->option_text("SRC");
   CLI::Option* threadsOpt = app.add_option("--threads", threads, "hashing threads (default: all cores)");
   app.add_flag("--json", json, "print a machine-readable report on stdout");
   std::string spread;
   app.add_option("--spread", spread,
-                 "a spread container's other directories, in order, where they are now (default: as recorded)");
+                 "a spread container's other directories, in order, where they are now (default: as recorded)")
+      ->option_text("DIR2[,DIR3...]");
   std::string io = "auto";
   app.add_option("--io", io, "--full reads: direct (O_DIRECT), buffered, or auto (direct unless cached)")
       ->check(CLI::IsMember({"auto", "buffered", "direct"}));

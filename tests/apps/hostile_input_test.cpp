@@ -201,6 +201,12 @@ std::vector<Case> repackCases() {
       {"src_tokcfg_invalid_json", "src_tokcfg_invalid_json", "k3-repack", kRepack, 1, "not valid JSON"},
       {"src_tokcfg_id_collides", "src_tokcfg_id_collides", "k3-repack", kRepack, 1, "collides with tiktoken rank"},
       {"src_tokcfg_dup_content", "src_tokcfg_dup_content", "k3-repack", kRepack, 1, "have the same content"},
+      // arguments that would repack the wrong thing (issue 29)
+      {"repack_shards_empty", "none", "k3-repack", {"{SRC}", "{OUT}", "--shards", ""}, 2, "k3-repack: --shards is empty"},
+      {"repack_dst_inside_src", "none", "k3-repack", {"{SRC}", "{SRC}/out"}, 2,
+       "k3-repack: {SRC}/out: DST is inside SRC {SRC} (a later run would read the container as source); put it outside the snapshot"},
+      {"repack_src_is_container", "none", "k3-repack", {"{C}", "{OUT}"}, 2,
+       "k3-repack: {C}: a k3kit container already (it has k3-manifest.json), not a Hugging Face snapshot: k3-verify and k3-run read it as it is"},
   };
 }
 
@@ -235,6 +241,7 @@ std::vector<Case> verifyCases() {
       {"c_files_subdir", "c_files_subdir", "k3-verify", kVerify, 1, "'sub/x' is not a file name inside the container"},
       {"c_files_empty", "c_files_empty", "k3-verify", kVerify, 1, "'' is not a file name inside the container"},
       {"c_files_dot", "c_files_dot", "k3-verify", kVerify, 1, "'.' is not a file name inside the container"},
+      {"c_files_1e6", "c_files_1e6", "k3-verify", kVerifyFull, 1, "k3-manifest.json: files: more than 1024 entries (k3-repack copies a few snapshot files)"},
       {"c_files_symlink_out", "c_files_symlink_out", "k3-verify", kVerifyFull, 1, "outside"},
       {"c_files_symlink_devzero", "c_files_symlink_devzero", "k3-verify", kVerifyFull, 1, "resolves to /dev/zero, outside"},
       {"c_shard_name_dotdot", "c_shard_name_dotdot", "k3-verify", kVerify, 1, "is not a file name inside the container"},
@@ -425,6 +432,9 @@ std::vector<Case> runOptionCases() {
       {"tokgen_decode_overflow", "none", "k3-tokgen", {"decode", "{C}", "--ids", "99999999999"}, 2, "is too large"},
       {"tokgen_bench_devzero", "in_devzero", "k3-tokgen", {"bench", "{C}", "--file", "{ROOT}/in"}, 1, "text is a character device"},
       {"tokgen_bench_fifo", "in_fifo", "k3-tokgen", {"bench", "{C}", "--file", "{ROOT}/in"}, 1, "text is a FIFO"},
+      {"tokgen_check_devzero", "none", "k3-tokgen", {"{C}", "--check", "/dev/zero", "--no-write"}, 1,
+       "k3-tokgen: /dev/zero: corpus is a character device, not a regular file"},
+      {"tokgen_check_fifo", "in_fifo", "k3-tokgen", {"{C}", "--check", "{ROOT}/in", "--no-write"}, 1, "corpus is a FIFO"},
       {"tokgen_added_past_vocab", "src_tokcfg_past_vocab", "k3-tokgen", {"{SRC}", "-o", "{ROOT}/t.json"}, 1, "added token 800 '<|beyond|>' is past the vocabulary (ids 512..767)"},
       {"repack_added_past_vocab", "src_tokcfg_past_vocab", "k3-repack", kRepack, 1, "added token 800 '<|beyond|>' is past the vocabulary"},
       {"tokgen_encode_added_past_vocab", "src_tokcfg_past_vocab", "k3-tokgen", {"encode", "{SRC}", "-t", "hi"}, 1, "is past the vocabulary"},

@@ -70,6 +70,21 @@ def add_manifest_file(c, name, size=5):
     manifest(c, lambda m: m["files"].append({"file": name, "size": size, "sha256": "0" * 64}))
 
 
+def many_manifest_files(c, n):
+    """A manifest listing n copied files (~95 MB of JSON for 10^6), written as
+    text: a list of 10^6 dicts would cost this script more than the tool."""
+    path = os.path.join(c, "k3-manifest.json")
+    with open(path) as f:
+        m = json.load(f)
+    m["files"] = ["FILES"]
+    head, tail = json.dumps(m, indent=1).split('"FILES"')
+    entry = '{"file": "f%d", "size": 5, "sha256": "' + "0" * 64 + '"}'
+    with open(path, "w") as f:
+        f.write(head)
+        f.write(",\n".join(entry % i for i in range(n)))
+        f.write(tail)
+
+
 def text_config(d, key, value):
     edit_json(os.path.join(d, "config.json"), lambda o: o["text_config"].__setitem__(key, value))
 
@@ -214,6 +229,7 @@ CASES = {
     "c_files_subdir": lambda s, c: add_manifest_file(c, "sub/x"),
     "c_files_empty": lambda s, c: add_manifest_file(c, ""),
     "c_files_dot": lambda s, c: add_manifest_file(c, "."),
+    "c_files_1e6": lambda s, c: many_manifest_files(c, 1000000),
     "c_files_symlink_out": lambda s, c: (os.symlink("/etc/hostname", f"{c}/hostname"),
                                          add_manifest_file(c, "hostname", os.path.getsize("/etc/hostname"))),
     "c_files_symlink_devzero": lambda s, c: (os.symlink("/dev/zero", f"{c}/zero"), add_manifest_file(c, "zero")),

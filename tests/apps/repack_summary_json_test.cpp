@@ -52,6 +52,24 @@ TEST(RepackSummaryJson, ExactBytesAroundPeakRss) {
   EXPECT_EQ(rss.find_first_not_of("0123456789"), std::string::npos) << rss;
 }
 
+// The human line (k3-repack off --json): counts summed over the shards.
+TEST(RepackSummaryText, OneLineWithShardsTensorsBytesSeconds) {
+  k3::convert::RepackOptions opt;
+  opt.dst = "out/c";
+  k3::convert::RepackSummary sum;
+  sum.bytesWritten = 123;
+  sum.seconds = 1.234;
+  sum.finalized = true;
+  using State = k3::convert::ShardStatus::State;
+  sum.shards.push_back({"a", "s1", 10, 2, 5, State::Converted, 7});
+  sum.shards.push_back({"b", "s2", 11, 0, 0, State::Skipped, 4});
+  sum.shards.push_back({"c", "s3", 12, 0, 0, State::Converted, 1});
+  EXPECT_EQ(sum.textLine(opt), "k3-repack: out/c: 3 shards (2 converted, 1 already done), 12 tensors, 123 bytes written, 1.23 s");
+  sum.finalized = false;
+  EXPECT_EQ(sum.textLine(opt), "k3-repack: out/c: 3 shards (2 converted, 1 already done), 12 tensors, 123 bytes written, 1.23 s"
+                               "; not finalized yet (k3-repack SRC DST --finalize once every shard is done)");
+}
+
 TEST(RepackSummaryJson, NoShardsIsAnEmptyArrayAndZeroRate) {
   k3::convert::RepackOptions opt;
   opt.dryRun = true;

@@ -43,17 +43,46 @@ TEST(ModelSnapshot, RestoreThenFeedEqualsAFreshSession) {
   EXPECT_EQ(live.history(), fresh.history());
 }
 
-TEST(ModelSnapshot, RestoreRefusesASnapshotThatIsNotAPrefixOfTheHistory) {
+TEST(ModelSnapshot, ASnapshotResumesWithoutTheSessionItCameFrom) {
+  // The MLA rows travel with the snapshot: after the live rows are
+  // overwritten (another conversation), or in another Session, restoring it
+  // and feeding on equals a fresh session fed the whole sequence.
+  const std::string dir = container("tiny", 8);
+  auto w = k3::model::ModelWeights::open(dir);
+  k3::model::Session s(*w, {2, 4, 256, 0});
+  const auto a = promptOf(13, 1), other = promptOf(20, 3), c = promptOf(7, 2);
+  s.feed(a);
+  const auto snap = s.snapshot();
+  s.reset();
+  s.feed(other);  // every MLA row of `a` is overwritten
+  s.restore(snap);
+  EXPECT_EQ(s.history(), a);
+  EXPECT_EQ(lastRow(s), snap.lastLogits);
+  s.feed(c);
+  k3::model::Session elsewhere(*w, {2, 4, 256, 0});
+  elsewhere.restore(snap);
+  elsewhere.feed(c);
+  k3::model::Session fresh(*w, {2, 4, 256, 0});
+  std::vector<int32_t> ac = a;
+  ac.insert(ac.end(), c.begin(), c.end());
+  fresh.feed(ac);
+  EXPECT_EQ(lastRow(s), lastRow(fresh));  // bit-identical
+  EXPECT_EQ(lastRow(elsewhere), lastRow(fresh));
+  EXPECT_EQ(elsewhere.history(), fresh.history());
+}
+
+TEST(ModelSnapshot, RestoreRefusesASnapshotOfAnotherShape) {
   const std::string dir = container("tiny", 8);
   auto w = k3::model::ModelWeights::open(dir);
   k3::model::Session s(*w, {2, 4, 256, 0});
   s.feed(promptOf(8, 1));
-  const auto snap = s.snapshot();
-  s.reset();
-  s.feed(promptOf(8, 3));  // the MLA rows of the snapshot are gone
-  EXPECT_THROW(s.restore(snap), k3::Error);
-  s.reset();
-  EXPECT_THROW(s.restore(snap), k3::Error);  // shorter history
+  auto rowsShort = s.snapshot();
+  for (auto& m : rowsShort.mla)
+    if (!m.L.empty()) m.L.pop_back();
+  EXPECT_THROW(s.restore(rowsShort), k3::Error);
+  k3::model::Session small(*w, {2, 4, 4, 0});  // context 4 < 8 tokens
+  EXPECT_THROW(small.restore(s.snapshot()), k3::Error);
+  EXPECT_EQ(s.history(), promptOf(8, 1));  // a refused restore changes nothing
 }
 
 TEST(ModelSnapshot, CancelledFeedStopsBetweenChunksAndKeepsWhatItConsumed) {

@@ -100,3 +100,18 @@ test("/slots reports each slot; a cancelled stream leaves at once, the others go
   assert.equal(await metric("k3_slots"), 8);
   assert.equal(await metric("k3_slots_busy"), 0);
 });
+
+test("--parallel x --ctx that does not fit is one line naming the sizes; --parallel is 1-256", async () => {
+  const { spawnSync } = await import("node:child_process");
+  const { K3_RUN, modelDir } = await import("./serve_fixture.mjs");
+  const run = (args) => spawnSync(K3_RUN, [modelDir(), "--serve", "--port", "0", ...args], { encoding: "utf8", timeout: 60000 });
+  // tiny at --ctx 1048576: each sequence's MLA caches take hundreds of MB, 256 of them far more than this machine.
+  const big = run(["--parallel", "256", "--ctx", "1048576"]);
+  assert.equal(big.status, 2, big.stderr);
+  const lines = big.stderr.trim().split("\n");
+  assert.equal(lines.length, 1, big.stderr);
+  assert.match(lines[0], /^k3-run: --parallel 256 x --ctx 1048576: 256 sequences of [\d.]+ GiB each .* would need [\d.]+ GiB of memory, more than this machine's [\d.]+ GiB$/);
+  const many = run(["--parallel", "100000"]);
+  assert.equal(many.status, 2, many.stderr);
+  assert.match(many.stderr, /--parallel/);
+});

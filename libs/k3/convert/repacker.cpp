@@ -8,8 +8,10 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -327,6 +329,7 @@ std::vector<ShardTodo> planWork(const Snapshot& snap, const RepackOptions& opt, 
     for (size_t k = 0; k < parts.size(); ++k) {
       const ShardPlan& p = parts[k];
       ShardStatus st{roots.location(p), sh->file, p.fileSize, p.experts.size(), p.quantizedTensors};
+      st.tensors = p.tensors.size();
       const bool done = dstExists && shardDone(p, run, opt.dst, roots.dirs, nullptr);
       st.state = done ? ShardStatus::State::Skipped : ShardStatus::State::Planned;
       if (!done) {
@@ -463,6 +466,20 @@ std::vector<int> parseShardList(const std::string& list) {
   return {out.begin(), out.end()};
 }
 
+// DST inside SRC: a later run would read the container as part of its source.
+static void refuseDstInsideSrc(const std::string& src, const std::string& dst) {
+  std::error_code ec;
+  namespace fs = std::filesystem;
+  const fs::path s = fs::weakly_canonical(src, ec);
+  if (ec) return;  // SRC unreadable: Snapshot::open says so
+  const fs::path d = fs::weakly_canonical(dst, ec);
+  if (ec) return;
+  auto [si, di] = std::mismatch(s.begin(), s.end(), d.begin(), d.end());
+  if (si == s.end() && di != d.end())
+    fail(ErrorKind::Usage, dst, ": DST is inside SRC ", src,
+         " (a later run would read the container as source); put it outside the snapshot");
+}
+
 RepackSummary repack(const RepackOptions& opt) {
   auto t0 = std::chrono::steady_clock::now();
   RepackSummary sum;
@@ -470,6 +487,10 @@ RepackSummary repack(const RepackOptions& opt) {
   if (opt.src.empty() || opt.dst.empty()) fail(ErrorKind::Usage, "SRC and DST are required");
   if (exists(opt.dst) && realPath(opt.src) == realPath(opt.dst))
     fail(ErrorKind::Usage, opt.dst, ": DST must differ from SRC");
+  refuseDstInsideSrc(opt.src, opt.dst);
+  if (exists(opt.src + "/" + ExpertManifest::kFileName))
+    fail(ErrorKind::Usage, opt.src, ": a k3kit container already (it has ", ExpertManifest::kFileName,
+         "), not a Hugging Face snapshot: k3-verify and k3-run read it as it is");
 
   SnapshotOptions so;
   so.dropUnknown = opt.dropUnknown;
@@ -533,6 +554,21 @@ RepackSummary repack(const RepackOptions& opt) {
   ph.sync = phases.writer.sync.seconds();
   sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return sum;
+}
+
+std::string RepackSummary::textLine(const RepackOptions& opt) const {
+  uint64_t converted = 0, skipped = 0, tensors = 0;
+  for (const ShardStatus& s : shards) {
+    converted += s.state == ShardStatus::State::Converted;
+    skipped += s.state == ShardStatus::State::Skipped;
+    tensors += s.tensors;
+  }
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.2f", seconds);
+  std::string line = cat("k3-repack: ", opt.dst, ": ", shards.size(), " shards (", converted, " converted, ", skipped,
+                         " already done), ", tensors, " tensors, ", bytesWritten, " bytes written, ", secs, " s");
+  if (!finalized) line += "; not finalized yet (k3-repack SRC DST --finalize once every shard is done)";
+  return line;
 }
 
 std::string RepackSummary::toJson(const RepackOptions& opt) const {

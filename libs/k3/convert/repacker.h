@@ -46,6 +46,7 @@ struct ShardStatus {
   uint64_t experts = 0;
   uint64_t quantized = 0;
   enum class State { Converted, Skipped, Planned } state = State::Planned;
+  uint64_t tensors = 0;  // in the output file (sidecars included)
 };
 
 // Seconds per stage of the run (--json "phases"; issue 22). Stages on several
@@ -79,6 +80,10 @@ struct RepackSummary {
   BitSettings bits;
   int textShards = 0;
   std::string toJson(const RepackOptions& opt) const;
+  // The one human summary line: "k3-repack: DST: N shards (C converted, S
+  // already done), T tensors, B bytes written, X.XX s" (+ what is left when
+  // --shards did not finalize).
+  std::string textLine(const RepackOptions& opt) const;
 };
 
 // Parses "1,3,5-9" into sorted shard numbers; throws Usage on bad syntax or

@@ -248,6 +248,7 @@ ExpertManifest ExpertManifest::parse(std::string_view json, const std::string& p
   }
   size_t fi = 0;
   for (element fe : r.arr(top, "files")) {
+    if (fi == kMaxFiles) r.bad("files", cat("more than ", kMaxFiles, " entries (k3-repack copies a few snapshot files)"));
     Reader fr{path, cat("files[", fi++, "]")};
     object fo;
     if (fe.get_object().get(fo)) fr.bad("", "not an object");

@@ -63,6 +63,10 @@ struct ExpertManifest {
   static constexpr int kSpreadFormatVersion = 2;
   static constexpr const char* kFileName = "k3-manifest.json";
   static constexpr const char* kPartsDir = ".k3-parts";
+  // "files" lists the snapshot files k3-repack copies (config, tokenizer,
+  // generation config: a handful); more is a hostile manifest, refused while
+  // parsing rather than stat'ed and hashed one by one.
+  static constexpr size_t kMaxFiles = 1024;
   // k3-repack's lock on DST (holds the writer's PID; removed when it ends).
   static constexpr const char* kLockName = ".k3-repack.lock";
 

@@ -34,6 +34,7 @@ inline constexpr InputCap kTextInput{"text", uint64_t{256} << 20};              
 inline constexpr InputCap kChatLineInput{"chat line", uint64_t{1} << 20};          // one interactive stdin line
 inline constexpr InputCap kSecretInput{"API key file", uint64_t{64} << 10};         // a bearer token: ~100 bytes
 inline constexpr InputCap kChatRequestInput{"chat request", uint64_t{64} << 20};    // k3-tokgen chat -f / --tools
+inline constexpr InputCap kCorpusInput{"corpus", uint64_t{1} << 30};               // k3-tokgen --check: test corpora, ~1 MB
 // Shards are read by the ranges their header declares, never whole: no cap.
 inline constexpr InputCap kShardInput{"shard", UINT64_MAX};
 // A file only hashed in blocks (k3-verify's copied files): no cap either.

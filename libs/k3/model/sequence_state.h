@@ -39,14 +39,17 @@ struct SequenceState {
   size_t capacity_;
 };
 
-// The state at one point of a sequence's history, to come back to later: the
-// KDA recurrent states and conv windows copied, the tokens, and the last
-// logits (so generation can start without refeeding). The MLA caches are
-// append-only, so their length (= tokens.size()) is all a snapshot needs —
-// valid while the live caches still hold those rows, i.e. while `tokens` is a
-// prefix of the sequence's tokens.
+// The state at one point of a sequence's history, complete: resuming from it
+// needs nothing of the sequence it was taken from. The KDA recurrent states
+// and conv windows, the MLA latent rows of every position so far, the
+// tokens, and the last logits (so generation can start without refeeding).
+struct MlaRowsCopy {
+  std::vector<float> L;  // [tokens × kv_lora_rank]
+  std::vector<float> R;  // [tokens × rope dims]
+};
 struct StateSnapshot {
   std::vector<KdaState> kda;  // indexed by layer; MLA layers empty
+  std::vector<MlaRowsCopy> mla;   // indexed by layer; KDA layers empty
   std::vector<int32_t> tokens;
   std::vector<float> lastLogits;
   size_t bytes() const;  // memory held
@@ -54,9 +57,11 @@ struct StateSnapshot {
 
 // Copies the current state (its logits must be current).
 StateSnapshot snapshotOf(const SequenceState& s);
-// Rewinds `s` to `snap`: KDA states copied back, MLA caches cut to its
-// length. Throws Usage unless snap.tokens is a prefix of s.tokens (the MLA
-// rows it relies on must still be the live ones).
+// Brings `s` to `snap`, into any sequence of the same model: KDA states and
+// logits copied back; the MLA rows copied in, or only cut to its length when
+// snap.tokens is a prefix of s.tokens (the live rows are those already).
+// Throws Usage for a snapshot of another shape (another model, or more
+// tokens than s.capacity()), changing nothing.
 void restoreTo(SequenceState& s, const StateSnapshot& snap);
 
 }  // namespace k3::model

@@ -4,6 +4,9 @@
 #include <chrono>
 #include <cstdio>
 
+#include "k3/kernels/cpu_features.h"
+#include "k3/serve/container_identity.h"
+
 namespace k3::serve {
 
 namespace {
@@ -21,14 +24,24 @@ size_t rowsPerStep(const model::SessionOptions& so, const EngineOptions& eo) {
   return std::max<size_t>(1, eo.batchTokens ? eo.batchTokens : so.chunk);
 }
 
+// The numbers a checkpoint holds depend on the container and on these.
+StateCacheOptions withIdentity(StateCacheOptions o, const model::ModelWeights& w, const model::SessionOptions& so) {
+  if (o.ramBytes == 0) return o;
+  const std::string numerics = std::string("activations=") + (w.options().int8Activations ? "int8" : "f32") +
+                               " expert_top_p=" + std::to_string(so.expertTopP) +
+                               " isa=" + kernels::isaName(kernels::bestIsa());
+  o.container = containerIdentity(w.dir(), numerics);
+  return o;
+}
+
 }  // namespace
 
 Engine::Engine(const model::ModelWeights& w, const tok::Tokenizer& tok, const model::SessionOptions& so,
                const EngineOptions& eo)
     : ctx_(so.maxContext), vocab_(static_cast<size_t>(w.config().vocabSize)), stopIds_(stopIdsOf(w.config(), tok)),
       runner_(w, {so.threads, rowsPerStep(so, eo), so.maxContext, so.expertBudget, so.expertTopP}),
-      cache_(eo.stateCacheBytes),
-      scheduler_(runner_, tok, stopIds_, cache_, eo.parallel, rowsPerStep(so, eo), so.maxContext),
+      cache_(withIdentity(eo.stateCache, w, so), w.config()), replyIds_(eo.replyIdBytes),
+      scheduler_(runner_, tok, stopIds_, cache_, &replyIds_, eo.parallel, rowsPerStep(so, eo), so.maxContext),
       logBatches_(eo.logBatches), queue_(eo.queue) {
   if (w.config().bosTokenId) bos_ = static_cast<int64_t>(*w.config().bosTokenId);
   stats_.slots = scheduler_.reports();

@@ -4,7 +4,9 @@
 // a slot is free, resumes from the state cache, has its prompt fed in pieces
 // between decode steps (cancellable between steps), then samples token by
 // token through its own SequenceDecoder (sampler, output parser, stop
-// matcher), pushing deltas as they appear.
+// matcher), pushing deltas as they appear. Checkpoints at the end of each
+// prompt and reply go to the state cache; the reply's ids to the memory of
+// reply ids.
 // Thread-safety: submit(), queueDepth(), stats(), slots() and the getters are
 // safe from any thread; the runner, the scheduler and the state cache are
 // touched by the worker thread only.
@@ -22,6 +24,7 @@
 #include "k3/model/model_weights.h"
 #include "k3/model/session.h"
 #include "k3/serve/generation_job.h"
+#include "k3/serve/reply_ids.h"
 #include "k3/serve/request_queue.h"
 #include "k3/serve/scheduler.h"
 #include "k3/serve/state_cache.h"
@@ -31,7 +34,10 @@ namespace k3::serve {
 
 struct EngineOptions {
   size_t queue = 8;              // jobs waiting for a slot
-  uint64_t stateCacheBytes = 1ull << 30;
+  StateCacheOptions stateCache;  // its container identity is filled in by the engine
+  // The memory of generated reply ids (reply_ids.h); on with or without the
+  // state cache, so a prompt renders the same either way.
+  uint64_t replyIdBytes = 64ull << 20;
   size_t parallel = 4;           // sequences in flight (--parallel)
   size_t batchTokens = 0;        // rows per step (--batch-tokens); 0: the session's chunk
   bool logBatches = false;       // a stderr line per second of steps: their count and rows
@@ -69,6 +75,8 @@ class Engine {
   // Ids that end a generation: the config's eos ids and <|end_of_msg|>.
   const std::vector<int32_t>& stopIds() const { return stopIds_; }
   EngineStats stats() const;
+  // The ids of the replies it generated, for rendering later prompts.
+  const ReplyIdMemory& replyIds() const { return replyIds_; }
 
  private:
   void work();
@@ -78,6 +86,7 @@ class Engine {
   std::vector<int32_t> stopIds_;
   model::ModelRunner runner_;
   StateCache cache_;
+  ReplyIdMemory replyIds_;
   Scheduler scheduler_;
   bool logBatches_;
   RequestQueue<GenerationJob> queue_;

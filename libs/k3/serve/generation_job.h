@@ -67,6 +67,7 @@ struct GenerationJob {
   std::string error;         // engine failure (a bug or resource problem), or the shutdown
   int errorStatus = 500;     // 503 when the server is shutting down
   GenerationUsage usage;
+  tok::ChatMessage reply;  // chat: what the deltas delivered, assembled (the server's memory of its replies)
   double prefillSeconds = 0, decodeSeconds = 0, queueSeconds = 0;
 };
 

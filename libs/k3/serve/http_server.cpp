@@ -320,7 +320,7 @@ void HttpServer::routes() {
              ids.assign(enc.begin(), enc.end());
            } else if (!root["messages"].get(v)) {  // the prompt a chat completion would feed
              RequestLimits lim{ctx, opts_.jsonDepth, 4};
-             ids = renderChatPrompt(*r.tok, parseChatCompletionRequest(req.body, lim).chat, ctx);
+             ids = renderChatPrompt(*r.tok, parseChatCompletionRequest(req.body, lim).chat, ctx, &r.engine->replyIds());
            } else {
              invalidRequest("content", "give 'content' (text) or 'messages' (a chat)");
            }
@@ -413,7 +413,7 @@ std::shared_ptr<GenerationJob> HttpServer::submitJob(const httplib::Request& req
   if (chat) {
     ChatCompletionRequest cr = parseChatCompletionRequest(req.body, lim);
     job->mode = GenerationJob::Mode::Chat;
-    job->prompt = renderChatPrompt(*r.tok, cr.chat, ctx);
+    job->prompt = renderChatPrompt(*r.tok, cr.chat, ctx, &r.engine->replyIds());
     job->thinking = chatPromptThinks(cr.chat);
     job->tools = cr.chat.tools;
     job->params = std::move(cr.params);

@@ -13,10 +13,18 @@ void contextExceeded(const std::string& param, size_t ctx, size_t promptTokens, 
                      " tokens, leaving no room to generate");
 }
 
-std::vector<int32_t> renderChatPrompt(const tok::Tokenizer& tok, const tok::ChatRequest& chat, size_t ctx) {
+std::vector<int32_t> renderChatPrompt(const tok::Tokenizer& tok, const tok::ChatRequest& chat, size_t ctx,
+                                      const ReplyIdMemory* replies) {
   try {
     // One id more than fits is enough to know: the prompt needs ctx - 1 ids at most.
-    const tok::RenderedChat r = tok::renderChat(tok, chat, ctx - 1);
+    tok::RenderedChat r;
+    if (replies) {
+      tok::ChatRequest withIds = chat;
+      replies->recall(withIds);
+      r = tok::renderChat(tok, withIds, ctx - 1);
+    } else {
+      r = tok::renderChat(tok, chat, ctx - 1);
+    }
     if (r.overLimit) contextExceeded("messages", ctx, ctx - 1, true);
     return {r.ids.begin(), r.ids.end()};
   } catch (const k3::Error& e) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "k3/serve/generation_request.h"
+#include "k3/serve/reply_ids.h"
 #include "k3/tok/tokenizer.h"
 
 namespace k3::serve {
@@ -15,7 +16,10 @@ namespace k3::serve {
 // Both refuse a prompt that leaves no room to generate in a context of `ctx`
 // tokens (400 context_length_exceeded) as soon as encoding passes it: an
 // 8 MiB prompt costs the work of ctx tokens, not of 8 MiB.
-std::vector<int32_t> renderChatPrompt(const tok::Tokenizer& tok, const tok::ChatRequest& chat, size_t ctx);
+// With `replies`, assistant messages the server generated render as the ids
+// it generated (reply_ids.h).
+std::vector<int32_t> renderChatPrompt(const tok::Tokenizer& tok, const tok::ChatRequest& chat, size_t ctx,
+                                      const ReplyIdMemory* replies = nullptr);
 // Whether the rendered chat prompt ends inside the think channel.
 bool chatPromptThinks(const tok::ChatRequest& chat);
 std::vector<int32_t> completionPrompt(const tok::Tokenizer& tok, const CompletionRequest& r,

@@ -1,6 +1,7 @@
 #include "k3/serve/scheduler.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "k3/io/error.h"
 
@@ -21,8 +22,9 @@ size_t commonPrefix(std::span<const int32_t> a, std::span<const int32_t> b) {
 }  // namespace
 
 Scheduler::Scheduler(model::ModelRunner& runner, const tok::Tokenizer& tok, std::vector<int32_t> stopIds,
-                     StateCache& cache, size_t parallel, size_t batchRows, size_t contextSize)
-    : runner_(runner), tok_(tok), stopIds_(std::move(stopIds)), cache_(cache), batchRows_(batchRows),
+                     StateCache& cache, ReplyIdMemory* replies, size_t parallel, size_t batchRows,
+                     size_t contextSize)
+    : runner_(runner), tok_(tok), stopIds_(std::move(stopIds)), cache_(cache), replies_(replies), batchRows_(batchRows),
       ctx_(contextSize), vocab_(static_cast<size_t>(runner.weights().config().vocabSize)) {
   if (parallel == 0) fail(ErrorKind::Usage, "--parallel 0: must be at least 1");
   if (batchRows < parallel)
@@ -55,6 +57,7 @@ void Scheduler::admit(std::shared_ptr<GenerationJob> job) {
   s.joinedAt = admitted_++;
   s.joined = Clock::now();
   s.fed = s.produced = 0;
+  s.nextUnfed = false;
   j.queueSeconds = std::chrono::duration<double>(s.joined - j.enqueued).count();
   j.usage.promptTokens = j.prompt.size();
   if (j.cancel) return leave(s, true, "", leftEarly_);
@@ -83,6 +86,7 @@ void Scheduler::leave(Slot& s, bool cancelled, std::string error, std::vector<Fi
   if (s.decoder) {
     s.decoder->finish(cancelled);
     j.decodeSeconds = since(s.decodeStart);
+    if (!cancelled && error.empty()) replyEnded(s);
   } else {
     j.prefillSeconds = since(s.joined);
     if (cancelled) j.finishReason = "cancelled";
@@ -91,6 +95,26 @@ void Scheduler::leave(Slot& s, bool cancelled, std::string error, std::vector<Fi
   out.push_back({std::move(s.job), std::move(error)});
   s.job.reset();
   --active_;
+}
+
+void Scheduler::replyEnded(Slot& s) {
+  GenerationJob& j = *s.job;
+  try {
+    cache_.checkpoint(s.state);  // the end of the reply: the next turn starts here
+    if (!replies_ || j.mode != GenerationJob::Mode::Chat) return;
+    // What the model wrote: the tokens fed after the prompt, then the last one picked.
+    std::vector<int32_t> generated(s.state.tokens.begin() + static_cast<ptrdiff_t>(j.prompt.size()), s.state.tokens.end());
+    if (s.nextUnfed) generated.push_back(s.next);
+    tok::ChatMessage reply;
+    {
+      std::lock_guard<std::mutex> lock(j.m);
+      reply = j.reply;
+    }
+    reply.role = "assistant";
+    replies_->remember(tok_, reply, j.thinking, generated);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "[k3-serve] state cache: the end of a reply was not kept: %s\n", e.what());
+  }
 }
 
 void Scheduler::cancelAll() {
@@ -120,6 +144,7 @@ std::vector<FinishedJob> Scheduler::step() {
       s.next = s.decoder->pick(s.state.lastLogits.data());
       ++s.produced;
       if (!s.decoder->accept(s.next) || s.produced == s.decoder->maxTokens()) {
+        s.nextUnfed = true;
         leave(s, false, "", out);  // its last token need not be fed
         continue;
       }

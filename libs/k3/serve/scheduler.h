@@ -13,6 +13,9 @@
 //      read once for every row), each sequence on its own state;
 //   4. a sequence whose prompt is now fed is checkpointed in the state cache
 //      and decodes from the next step.
+// A sequence whose reply ends (not cancelled) is checkpointed again — the
+// next turn of its conversation starts there — and its ids go to the memory
+// of reply ids (chat).
 // A job joins (admit) at the next step: its slot is the free one whose
 // state shares the longest prefix with the prompt, resumed from the state
 // cache.
@@ -31,6 +34,7 @@
 #include "k3/model/model_runner.h"
 #include "k3/model/sequence_state.h"
 #include "k3/serve/generation_job.h"
+#include "k3/serve/reply_ids.h"
 #include "k3/serve/sequence_decoder.h"
 #include "k3/serve/state_cache.h"
 #include "k3/tok/tokenizer.h"
@@ -54,8 +58,9 @@ struct FinishedJob {
 class Scheduler {
  public:
   // parallel: slots; batchRows: rows per step (≤ runner.maxRows(), ≥ parallel).
+  // replies: where finished chat replies' ids go (may be null).
   Scheduler(model::ModelRunner& runner, const tok::Tokenizer& tok, std::vector<int32_t> stopIds,
-            StateCache& cache, size_t parallel, size_t batchRows, size_t contextSize);
+            StateCache& cache, ReplyIdMemory* replies, size_t parallel, size_t batchRows, size_t contextSize);
 
   bool idle() const { return active_ == 0; }
   bool hasFreeSlot() const { return active_ < slots_.size(); }
@@ -85,16 +90,19 @@ class Scheduler {
     size_t fed = 0;                          // prompt tokens the state holds
     size_t produced = 0;                     // tokens picked
     int32_t next = 0;                        // the token this step feeds (decode)
+    bool nextUnfed = false;                  // it left with `next` picked but not fed
     uint64_t joinedAt = 0;                   // admission order: older prompts are fed first
     Clock::time_point joined, decodeStart;
   };
   void leave(Slot& s, bool cancelled, std::string error, std::vector<FinishedJob>& out);
   void startDecoding(Slot& s);
+  void replyEnded(Slot& s);  // checkpoint and reply ids
 
   model::ModelRunner& runner_;
   const tok::Tokenizer& tok_;
   std::vector<int32_t> stopIds_;
   StateCache& cache_;
+  ReplyIdMemory* replies_;
   size_t batchRows_, ctx_, vocab_;
   std::vector<Slot> slots_;
   size_t active_ = 0;

@@ -17,6 +17,15 @@ void push(GenerationJob& job, OutputDelta d) {
   if (d.text.empty() && (d.kind == OutputDelta::Kind::Reasoning || d.kind == OutputDelta::Kind::Content)) return;
   {
     std::lock_guard<std::mutex> lock(job.m);
+    tok::ChatMessage& r = job.reply;
+    if (d.kind == OutputDelta::Kind::Reasoning) r.reasoning += d.text;
+    if (d.kind == OutputDelta::Kind::Content) r.content.empty() ? r.content.push_back(d.text) : void(r.content[0] += d.text);
+    if (d.kind == OutputDelta::Kind::ToolCall) {
+      if (r.toolCalls.size() <= static_cast<size_t>(d.toolIndex)) r.toolCalls.resize(static_cast<size_t>(d.toolIndex) + 1);
+      tok::ToolCall& c = r.toolCalls[static_cast<size_t>(d.toolIndex)];
+      if (!d.toolName.empty()) c.name = d.toolName;
+      c.arguments += d.text;
+    }
     job.pending.push_back(std::move(d));
   }
   job.cv.notify_all();

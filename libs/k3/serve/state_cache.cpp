@@ -1,6 +1,7 @@
 #include "k3/serve/state_cache.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace k3::serve {
 
@@ -10,61 +11,76 @@ bool isPrefix(std::span<const int32_t> p, std::span<const int32_t> of) {
 }
 }  // namespace
 
+StateCache::StateCache(const StateCacheOptions& o, const ModelConfig& c) : budget_(o.ramBytes), container_(o.container) {
+  if (budget_ == 0 || o.dir.empty()) return;
+  auto log = o.log ? o.log : [](const std::string& line) { std::fprintf(stderr, "[k3-serve] state cache: %s\n", line.c_str()); };
+  dir_ = std::make_unique<StateDirectory>(o.dir, o.diskBytes, budget_, container_, StateShape::of(c), log);
+}
+
 size_t StateCache::resume(model::SequenceState& s, std::span<const int32_t> prompt) {
   if (budget_ == 0) {
     s.reset();
     return 0;
   }
-  // Checkpoints of `s` the new prompt does not extend lose their MLA rows
-  // once the prompt is fed: drop them now.
-  for (auto it = lru_.begin(); it != lru_.end();)
-    if (it->from != &s || isPrefix(it->snap.tokens, prompt)) {
-      ++it;
-    } else {
-      bytes_ -= it->snap.bytes();
-      it = lru_.erase(it);
-    }
-  // Usable checkpoints: a prefix of the prompt whose MLA rows `s` still holds.
   const std::span<const int32_t> held(s.tokens);
-  const bool liveUsable = isPrefix(held, prompt) && (held.size() < prompt.size() || s.logitsCurrent);
-  auto best = lru_.end();
-  for (auto it = lru_.begin(); it != lru_.end(); ++it)
-    if (isPrefix(it->snap.tokens, prompt) && isPrefix(it->snap.tokens, held) &&
-        (best == lru_.end() || it->snap.tokens.size() > best->snap.tokens.size()))
-      best = it;
-  if (liveUsable && (best == lru_.end() || held.size() >= best->snap.tokens.size())) return held.size();
-  if (best == lru_.end()) {
-    s.reset();
-    return 0;
+  const size_t live = isPrefix(held, prompt) && (held.size() < prompt.size() || s.logitsCurrent) ? held.size() : 0;
+  const std::vector<StateKey> keys = prefixKeys(container_, prompt);
+  std::unordered_set<std::string> files;
+  if (dir_) files = dir_->listKeys();
+  for (size_t n = prompt.size(); n > live; --n) {
+    const std::span<const int32_t> prefix = prompt.first(n);
+    if (auto it = index_.find(keys[n]); it != index_.end() && isPrefix(it->second->snap->tokens, prefix) &&
+                                        it->second->snap->tokens.size() == n) {
+      model::restoreTo(s, *it->second->snap);
+      lru_.splice(lru_.begin(), lru_, it->second);  // most recently used
+      return n;
+    }
+    if (!files.empty() && files.count(keys[n].hex())) {
+      std::shared_ptr<const model::StateSnapshot> snap = dir_->load(keys[n]);
+      if (snap && snap->tokens.size() == n && isPrefix(snap->tokens, prefix)) {
+        model::restoreTo(s, *snap);
+        insert(keys[n], std::move(snap));
+        return n;
+      }
+    }
   }
-  model::restoreTo(s, best->snap);
-  lru_.splice(lru_.begin(), lru_, best);  // most recently used
-  return s.tokens.size();
+  if (live == 0) s.reset();
+  return live;
 }
 
 void StateCache::checkpoint(const model::SequenceState& s) {
-  if (budget_ == 0) return;
-  const auto& h = s.tokens;
-  for (auto it = lru_.begin(); it != lru_.end(); ++it)
-    if (it->snap.tokens == h) {  // already held: refresh its place
-      it->from = &s;
-      lru_.splice(lru_.begin(), lru_, it);
-      return;
-    }
-  model::StateSnapshot snap = model::snapshotOf(s);
-  if (snap.bytes() > budget_) return;
-  bytes_ += snap.bytes();
-  lru_.push_front({std::move(snap), &s});
+  if (budget_ == 0 || s.tokens.empty() || !s.logitsCurrent) return;
+  const StateKey key = stateKey(container_, s.tokens);
+  if (auto it = index_.find(key); it != index_.end()) {  // already held: refresh its place
+    lru_.splice(lru_.begin(), lru_, it->second);
+    return;
+  }
+  auto snap = std::make_shared<const model::StateSnapshot>(model::snapshotOf(s));
+  if (dir_) dir_->publish(snap);
+  insert(key, std::move(snap));
+}
+
+void StateCache::insert(const StateKey& key, std::shared_ptr<const model::StateSnapshot> snap) {
+  const uint64_t b = snap->bytes();
+  if (b > budget_) return;
+  bytes_ += b;
+  lru_.push_front({key, std::move(snap)});
+  index_[key] = lru_.begin();
   evictToBudget();
 }
 
 void StateCache::evictToBudget() {
-  while (bytes_ > budget_ && !lru_.empty()) {
-    bytes_ -= lru_.back().snap.bytes();
+  while (bytes_ > budget_ && !lru_.empty()) {  // already on disk (published when taken), if there is one
+    bytes_ -= lru_.back().snap->bytes();
+    index_.erase(lru_.back().key);
     lru_.pop_back();
   }
 }
 
-StateCacheStats StateCache::stats() const { return {lru_.size(), bytes_}; }
+void StateCache::drain() {
+  if (dir_) dir_->drain();
+}
+
+StateCacheStats StateCache::stats() const { return {lru_.size(), bytes_, dir_ ? dir_->stats() : StateDirectoryStats{}}; }
 
 }  // namespace k3::serve

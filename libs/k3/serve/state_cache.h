@@ -1,58 +1,82 @@
-// Reuse of model state across requests. Clients resend the whole
-// conversation each turn and KDA state cannot be rewound, so the cache keeps
-// checkpoints taken at the end of each request's prompt (model::StateSnapshot:
-// KDA/conv copied, the MLA cache only as a length), least recently used first
-// out beyond a byte budget; a sequence's live state (its tokens) is reused as
-// is when it extends.
+// Reuse of model state across requests, for any number of conversations.
+// Clients resend the whole conversation each turn and KDA state cannot be
+// rewound, so the server keeps complete checkpoints (model::StateSnapshot:
+// KDA states, conv windows, MLA rows, tokens, last logits), taken at the end
+// of each prompt and of each reply and keyed by their exact token prefix
+// (state_key.h). A new prompt resumes from the longest stored prefix, in
+// whatever order conversations come back.
 //
-// A checkpoint relies on the MLA rows of the sequence it was taken from, so
-// it is restored only into a sequence whose tokens it is a prefix of (one
-// that still holds those rows); when a sequence takes a new prompt, its
-// checkpoints that are not a prefix of it would lose their rows and are
-// dropped.
+// Two tiers: RAM (LRU by bytes, --state-cache-gb) and, with a directory,
+// disk (state_directory.h: every checkpoint is also published there in the
+// background; restarts and replicas sharing the directory find it). The
+// sequence's live state counts too: when its tokens are a prefix of the
+// prompt nothing needs restoring. A checkpoint restores into any sequence
+// (the scheduler's slots): it carries its MLA rows.
 // Thread-safety: not thread-safe; the engine's worker thread owns it (its stats
-// are copied out under the engine's lock).
+// are copied out under the engine's lock). The directory's writer runs on
+// its own thread.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <list>
+#include <memory>
 #include <span>
+#include <string>
+#include <unordered_map>
 
 #include "k3/model/sequence_state.h"
+#include "k3/serve/state_directory.h"
+#include "k3/serve/state_key.h"
 
 namespace k3::serve {
+
+struct StateCacheOptions {
+  uint64_t ramBytes = 1ull << 30;  // 0: no reuse at all, every request starts from token 0
+  std::string dir;                 // "": RAM only
+  uint64_t diskBytes = 16ull << 30;
+  Sha256Digest container{};        // container_identity.h
+  std::function<void(const std::string&)> log;  // one line per event; default: stderr
+};
 
 struct StateCacheStats {
   size_t entries = 0;
   uint64_t bytes = 0;
+  StateDirectoryStats disk;
 };
 
 class StateCache {
  public:
-  // budgetBytes 0: no reuse at all, every request starts from token 0.
-  explicit StateCache(uint64_t budgetBytes) : budget_(budgetBytes) {}
+  StateCache(const StateCacheOptions& o, const ModelConfig& c);
 
-  // Brings `s` to the longest reusable prefix of `prompt` (its live state,
-  // a checkpoint, or nothing) and returns its length; the caller feeds the
-  // rest. Never returns more than prompt.size(), and returns prompt.size()
-  // only with logits to generate from (s.logitsCurrent).
+  // Brings `s` to the longest stored prefix of `prompt` (its live state, a
+  // RAM checkpoint, a file, or nothing) and returns its length; the caller
+  // feeds the rest. Never returns more than prompt.size(), and returns
+  // prompt.size() only with logits to generate from (s.logitsCurrent).
   size_t resume(model::SequenceState& s, std::span<const int32_t> prompt);
 
-  // Checkpoints `s` (call after a completed prompt feed).
+  // Checkpoints `s` (after a completed feed: s.logitsCurrent).
   void checkpoint(const model::SequenceState& s);
 
+  // Waits until every checkpoint queued for the directory is written.
+  void drain();
   StateCacheStats stats() const;
 
  private:
-  void evictToBudget();
-  uint64_t budget_;
   struct Entry {
-    model::StateSnapshot snap;
-    const model::SequenceState* from;  // whose MLA rows it relies on
+    StateKey key;
+    std::shared_ptr<const model::StateSnapshot> snap;
   };
+  void insert(const StateKey& key, std::shared_ptr<const model::StateSnapshot> snap);
+  void evictToBudget();
+
+  uint64_t budget_;
+  Sha256Digest container_;
   std::list<Entry> lru_;  // most recent first
+  std::unordered_map<StateKey, std::list<Entry>::iterator, StateKeyHash> index_;
   uint64_t bytes_ = 0;
+  std::unique_ptr<StateDirectory> dir_;
 };
 
 }  // namespace k3::serve

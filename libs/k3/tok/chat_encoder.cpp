@@ -74,6 +74,19 @@ class XtmlWriter {
     out_.overLimit = !tok_.encodeAppendUpTo(s, false, out_.ids, limit_);
     if (!out_.overLimit) out_.segments.push_back({false, 0, std::string(s)});
   }
+  // Ids given verbatim (a remembered generation): one text segment.
+  void ids(const std::vector<uint32_t>& ids) {
+    if (out_.overLimit) return;
+    if (out_.ids.size() + ids.size() > limit_) {
+      out_.ids.insert(out_.ids.end(), ids.begin(), ids.begin() + static_cast<ptrdiff_t>(limit_ + 1 - out_.ids.size()));
+      out_.overLimit = true;
+      return;
+    }
+    std::string text;
+    for (uint32_t id : ids) text += tok_.tokenBytes(id);
+    out_.segments.push_back({false, 0, std::move(text)});
+    out_.ids.insert(out_.ids.end(), ids.begin(), ids.end());
+  }
   void special(uint32_t id) {
     if (out_.overLimit) return;
     out_.segments.push_back({true, id, tok_.tokenBytes(id)});
@@ -257,7 +270,12 @@ RenderedChat renderChat(const Tokenizer& tok, const ChatRequest& req, size_t tok
       w.endMessage();
     } else if (m.role == "assistant") {
       w.open("message", roleAttrs("assistant", m));
-      writeAssistantChannels(w, m, req.thinking, path, false);
+      if (m.bodyIds.empty()) {
+        writeAssistantChannels(w, m, req.thinking, path, false);
+      } else {
+        w.open(req.thinking ? "think" : "response");
+        w.ids(m.bodyIds);
+      }
       lastAssistant = &m;
       toolsSinceAssistant = 0;
     } else {

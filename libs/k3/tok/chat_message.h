@@ -27,6 +27,10 @@ struct ChatMessage {
   std::string toolCallId;            // tool: the call it answers
   std::vector<ToolCall> toolCalls;   // assistant
   std::string toolsJson;             // system carrying `tools` (dynamic declaration): canonical array text
+  // assistant: the ids a server generated for this message, everything after
+  // its first channel's OPEN through <|end_of_msg|>; when set the encoder uses
+  // them instead of re-encoding the text (which may tokenize differently).
+  std::vector<uint32_t> bodyIds;
 };
 
 enum class ThinkingEffort { None, Low, High, Max };

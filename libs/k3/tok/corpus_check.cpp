@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "k3/io/error.h"
+#include "k3/io/input_file.h"
 #include "k3/io/json_text.h"
 #include "k3/tok/hf_tokenizer_json.h"
 #include "k3/tok/id_text.h"
@@ -13,8 +14,8 @@ namespace k3::tok {
 
 CheckReport checkCorpus(const Tokenizer& tok, const std::string& path) {
   if (!std::filesystem::exists(path)) fail(ErrorKind::Missing, path, ": corpus not found");
-  simdjson::padded_string text;
-  if (simdjson::padded_string::load(path).get(text)) fail(ErrorKind::Io, path, ": cannot read corpus");
+  // A regular file under the cap: a device or FIFO (/dev/zero) is not a corpus.
+  const simdjson::padded_string text(readInputFile(path, kCorpusInput));
   CheckReport rep;
   rep.corpus = path;
   simdjson::dom::parser parser;

@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
+#include "k3/format/expert_manifest.h"
+#include "k3/format/snapshot.h"
+#include "k3/io/error.h"
 #include "k3/verify/container_checker.h"
 #include "k3/verify/hash_pass.h"
 #include "k3/verify/source_dense.h"
@@ -11,7 +15,26 @@
 
 namespace k3::verify {
 
+// A Hugging Face snapshot given as DST (no manifest, nothing of a k3-repack run,
+// and it opens as k3-repack's source would) is one line saying so, with the
+// command that converts it, not a problem per missing container feature.
+static void refuseRawSnapshot(const std::string& dst) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(fs::path(dst) / ExpertManifest::kFileName, ec) || fs::exists(fs::path(dst) / ExpertManifest::kPartsDir, ec) ||
+      !fs::is_regular_file(fs::path(dst) / Snapshot::kIndexName, ec))
+    return;
+  try {
+    Snapshot::open(dst);
+  } catch (const Error&) {
+    return;  // not a readable snapshot either: the container checks say what is wrong
+  }
+  fail(ErrorKind::Usage, dst, ": a Hugging Face snapshot, not a k3kit container (no ", ExpertManifest::kFileName,
+       "); convert it first: k3-repack ", dst, " DST --bits 8");
+}
+
 VerifyReport verifyContainer(const std::string& dst, const VerifyOptions& opts) {
+  refuseRawSnapshot(dst);
   const auto t0 = std::chrono::steady_clock::now();
   VerifyReport report;
   report.summary().mode = opts.full ? "full" : "fast";

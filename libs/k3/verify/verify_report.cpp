@@ -61,12 +61,20 @@ void VerifyReport::sort() {
   });
 }
 
+// The mode as the summary line names it: a mode that did not hash the
+// container's bytes says so, and how to hash them.
+static std::string modeText(const std::string& mode) {
+  if (mode == "fast") return "fast: expert bytes not hashed; --full hashes them";
+  if (mode == "fast+source") return "fast+source: the container's bytes not hashed; --full hashes them";
+  return mode;
+}
+
 std::string VerifyReport::text() const {
   std::string out;
   for (const auto& p : problems_) out += p.line() + "\n";
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.2f", summary_.seconds);
-  out += cat("k3-verify: ", sound() ? "SOUND" : "PROBLEMS FOUND", " (", summary_.mode, "): ",
+  out += cat("k3-verify: ", sound() ? "SOUND" : "PROBLEMS FOUND", " (", modeText(summary_.mode), "): ",
              summary_.shards, " shards, ", summary_.tensors, " tensors, ", summary_.experts,
              " experts, ", summary_.bytesHashed, " bytes hashed, ", problems_.size(),
              " problem(s), ", secs, " s\n");
