@@ -12,7 +12,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-20}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(safetensors_header_fuzz index_config_fuzz expert_manifest_fuzz chat_output_parser_fuzz serve_request_fuzz)
+[ ${#targets[@]} -eq 0 ] && targets=(safetensors_header_fuzz index_config_fuzz expert_manifest_fuzz chat_output_parser_fuzz serve_request_fuzz grammar_fuzz)
 build="$root/build/fuzz"
 CXX=clang++-14 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DK3_FUZZ=ON -DK3_BUILD_BENCH=OFF >/dev/null

@@ -172,6 +172,38 @@ TEST(ChatOutputParser, ACallIsEmittedExactlyAtItsClose) {
   EXPECT_EQ(events.back().kind, ChatOutputEvent::Kind::Done);
 }
 
+// A value whose type differs from the declaration is the model's answer: the
+// call carries it as written (value and type) and counts it; only a value
+// that is not what its own type= says is malformed.
+TEST(ChatOutputParser, MistypedArgumentsArePassedOnAsWrittenAndCounted) {
+  const auto& tok = k3test::kimiTokenizer();
+  std::vector<ToolSpec> tools = {{"get_weather", {{"city", "string"}, {"days", "integer"}, {"metric", "boolean"}}}};
+  XtmlIds b(tok);
+  b.close("think").open("response").close("response").open("tools");
+  b.open("call", {{"tool", "get_weather"}, {"index", "1"}});
+  b.open("argument", {{"key", "city"}, {"type", "array"}}).text("[\"Paris\", \"Lyon\"]").close("argument");
+  b.open("argument", {{"key", "days"}, {"type", "number"}}).text("1.5").close("argument");
+  b.open("argument", {{"key", "metric"}, {"type", "string"}}).text("yes").close("argument");
+  b.close("call").close("tools").end();
+  ChatOutputParser parser(tok, tools, true);
+  std::vector<ChatOutputEvent> events;
+  for (uint32_t id : b.ids) parser.feed(id, events);
+  ASSERT_EQ(events.size(), 2u);
+  ASSERT_EQ(events[0].kind, ChatOutputEvent::Kind::ToolCall) << events[0].error.message();
+  EXPECT_EQ(events[0].call.arguments, "{\"city\": [\"Paris\", \"Lyon\"], \"days\": 1.5, \"metric\": \"yes\"}");
+  EXPECT_EQ(events[0].mistyped, 3u);
+  EXPECT_EQ(events[1].kind, ChatOutputEvent::Kind::Done);
+
+  XtmlIds ok(tok);  // the same call as declared counts nothing
+  ok.close("think").open("response").close("response").open("tools").open("call", {{"tool", "get_weather"}, {"index", "1"}});
+  ok.open("argument", {{"key", "days"}, {"type", "number"}}).text("2").close("argument").close("call").close("tools").end();
+  ChatOutputParser again(tok, tools, true);
+  events.clear();
+  for (uint32_t id : ok.ids) again.feed(id, events);
+  ASSERT_EQ(events[0].kind, ChatOutputEvent::Kind::ToolCall);
+  EXPECT_EQ(events[0].mistyped, 0u);
+}
+
 TEST(ChatOutputParser, AMovedParserFinishesThePendingCall) {
   const auto& tok = k3test::kimiTokenizer();
   std::vector<ToolSpec> tools = {{"get_weather", {{"city", "string"}}}};

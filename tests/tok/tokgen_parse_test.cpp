@@ -54,6 +54,32 @@ TEST(TokgenParse, PrintsTheOpenAiChoice) {
             "\"arguments\": \"{\\\"city\\\": \\\"Zürich\\\"}\"}}]}, \"finish_reason\": \"tool_calls\"}\n");
 }
 
+// Schema mismatches round-trip: a value whose type differs from the declared
+// string comes back as the model wrote it (value and JSON type), not as an error.
+TEST(TokgenParse, MistypedArgumentsComeBackAsWritten) {
+  const struct {
+    const char* type;
+    const char* value;
+  } cases[] = {{"number", "7"}, {"number", "-2.5e3"}, {"array", "[\"Paris\", 2]"}, {"object", "{\"name\": \"Zürich\"}"},
+               {"boolean", "false"}, {"null", "null"}};
+  for (const auto& c : cases) {
+    k3test::XtmlIds b(k3test::kimiTokenizer());
+    b.text("ok").close("think").open("response").close("response").open("tools");
+    b.open("call", {{"tool", "get_weather"}, {"index", "1"}});
+    b.open("argument", {{"key", "city"}, {"type", c.type}}).text(c.value).close("argument").close("call");
+    b.close("tools").end();
+    std::vector<std::string> args = {"parse"};
+    for (auto& s : kimiSource()) args.push_back(s);
+    args.push_back(commaList(b.ids));
+    args.insert(args.end(), {"--tools", writeRequest()});
+    k3test::RunResult r = k3test::runTool("k3-tokgen", args);
+    ASSERT_EQ(r.exitCode, 0) << c.type << ": " << r.err;
+    EXPECT_EQ(r.out, std::string("reasoning: \"ok\"\ncontent: \"\"\ntool_call call_1 get_weather {\"city\": ") + c.value +
+                         "}\nfinish_reason: tool_calls\n")
+        << c.type;
+  }
+}
+
 TEST(TokgenParse, ReadsIdsFromAFileWithoutThinking) {
   const std::string file = k3test::freshDir("tokgen_parse_file") + "/ids.txt";
   k3test::writeFile(file, k3::tok::formatIds(weatherCall(false), false) + "\n");

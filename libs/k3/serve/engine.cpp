@@ -124,6 +124,10 @@ void Engine::record(std::vector<FinishedJob> finished) {
       stats_.generatedTokens += job.usage.completionTokens;
       stats_.prefillSeconds += job.prefillSeconds;
       stats_.decodeSeconds += job.decodeSeconds;
+      stats_.constrained += job.grammar ? 1 : 0;
+      stats_.maskedTokens += job.maskedTokens;
+      stats_.maskSeconds += job.maskSeconds;
+      stats_.mistypedArguments += job.mistypedArguments;
       if (job.finishReason == "cancelled") stats_.cancelled += 1;
     }
     stats_.residency = runner_.residency().stats();

@@ -28,6 +28,7 @@
 #include "k3/serve/request_queue.h"
 #include "k3/serve/scheduler.h"
 #include "k3/serve/state_cache.h"
+#include "k3/tok/grammar_vocab.h"
 #include "k3/tok/tokenizer.h"
 
 namespace k3::serve {
@@ -46,6 +47,8 @@ struct EngineOptions {
 struct EngineStats {
   uint64_t promptTokens = 0, cachedTokens = 0, generatedTokens = 0, jobs = 0, cancelled = 0;
   double prefillSeconds = 0, decodeSeconds = 0;
+  uint64_t constrained = 0, maskedTokens = 0, mistypedArguments = 0;  // grammar-constrained generations; their masked tokens
+  double maskSeconds = 0;
   double expertsKeptPerTokenLayer = 0;  // top-k unless --expert-top-p drops some
   uint64_t steps = 0, decodeRows = 0, prefillRows = 0;  // forward steps and their rows
   model::ResidencyStats residency;

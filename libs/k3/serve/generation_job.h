@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -16,6 +17,7 @@
 
 #include "k3/serve/generation_request.h"
 #include "k3/tok/chat_message.h"
+#include "k3/tok/grammar.h"
 
 namespace k3::serve {
 
@@ -50,6 +52,7 @@ struct GenerationJob {
   GenerationParams params;
   bool thinking = false;  // chat: the prompt ends inside the think channel
   std::vector<tok::ToolSpec> tools;  // chat: declared tools, for the output parser
+  std::shared_ptr<const tok::Grammar> grammar;  // chat: what the answer must follow (nullptr: free)
   // chat: tool-call ids are this + the call's index; unique per response, since
   // clients send the ids back in later turns and tool results name them.
   std::string callIdPrefix = "call_";
@@ -69,6 +72,9 @@ struct GenerationJob {
   GenerationUsage usage;
   tok::ChatMessage reply;  // chat: what the deltas delivered, assembled (the server's memory of its replies)
   double prefillSeconds = 0, decodeSeconds = 0, queueSeconds = 0;
+  double maskSeconds = 0;       // computing grammar masks (part of decodeSeconds)
+  size_t maskedTokens = 0;      // tokens picked under a grammar mask
+  size_t mistypedArguments = 0; // tool-call arguments whose type differs from the declaration
 };
 
 }  // namespace k3::serve

@@ -10,6 +10,7 @@
 #include "k3/serve/api_error.h"
 #include "k3/serve/json_body.h"
 #include "k3/tok/chat_request.h"
+#include "k3/tok/grammar_output.h"
 
 namespace k3::serve {
 
@@ -184,6 +185,13 @@ ChatCompletionRequest parseChatCompletionRequest(std::string_view body, const Re
     invalidRequest(msg.substr(0, msg.find(':')), msg);
   }
   if (r.chat.messages.empty()) invalidRequest("messages", "'messages' must not be empty");
+  try {
+    r.grammar = tok::chatOutputGrammar(r.chat);
+  } catch (const k3::Error& e) {
+    // "response_format.json_schema.schema.properties.d.format: keyword 'format' …" -> that param
+    const std::string msg = e.what();
+    invalidRequest(msg.substr(0, std::min(msg.find(':'), msg.find(' '))), msg);
+  }
   return r;
 }
 

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "k3/model/logit_processors.h"
 #include "k3/model/sampler.h"
 #include "k3/tok/chat_message.h"
+#include "k3/tok/grammar.h"
 
 namespace k3::serve {
 
@@ -46,6 +48,9 @@ struct GenerationParams {
 struct ChatCompletionRequest {
   GenerationParams params;
   tok::ChatRequest chat;
+  // What the answer must follow (response_format, tool_choice, strict
+  // tools; tok/grammar_output.h); nullptr = unconstrained.
+  std::shared_ptr<const tok::Grammar> grammar;
 };
 
 struct CompletionRequest {

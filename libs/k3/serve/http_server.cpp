@@ -416,6 +416,7 @@ std::shared_ptr<GenerationJob> HttpServer::submitJob(const httplib::Request& req
     job->prompt = renderChatPrompt(*r.tok, cr.chat, ctx, &r.engine->replyIds());
     job->thinking = chatPromptThinks(cr.chat);
     job->tools = cr.chat.tools;
+    job->grammar = std::move(cr.grammar);
     job->params = std::move(cr.params);
   } else {
     CompletionRequest cr = parseCompletionRequest(req.body, lim);

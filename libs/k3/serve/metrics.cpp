@@ -37,6 +37,14 @@ std::string prometheusText(const RequestCounters& requests, const EngineStats& e
   metric(o, "k3_generated_tokens_total", "counter", "Tokens generated.", static_cast<double>(e.generatedTokens));
   metric(o, "k3_prefill_seconds_total", "counter", "Seconds spent feeding prompts.", e.prefillSeconds);
   metric(o, "k3_decode_seconds_total", "counter", "Seconds spent generating.", e.decodeSeconds);
+  metric(o, "k3_constrained_generations_total", "counter",
+         "Generations decoded under a grammar (response_format, tool_choice required/named, strict tools).",
+         static_cast<double>(e.constrained));
+  metric(o, "k3_grammar_masked_tokens_total", "counter", "Tokens picked under a grammar mask.", static_cast<double>(e.maskedTokens));
+  metric(o, "k3_grammar_mask_seconds_total", "counter", "Seconds spent computing grammar masks (part of decode).", e.maskSeconds);
+  metric(o, "k3_tool_arguments_mistyped_total", "counter",
+         "Tool-call arguments returned with a type other than the declared one (non-strict tools; passed as written).",
+         static_cast<double>(e.mistypedArguments));
   metric(o, "k3_queue_depth", "gauge", "Requests waiting for the engine.", static_cast<double>(queueDepth));
   metric(o, "k3_queue_capacity", "gauge", "Requests that may wait (--queue).", static_cast<double>(queueCapacity));
   metric(o, "k3_expert_reads_total", "counter", "Routed-expert reads from disk (--expert-gb).", static_cast<double>(e.residency.reads));

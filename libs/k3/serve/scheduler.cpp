@@ -76,7 +76,8 @@ void Scheduler::admit(std::shared_ptr<GenerationJob> job) {
 
 void Scheduler::startDecoding(Slot& s) {
   s.job->prefillSeconds = since(s.joined);
-  s.decoder.emplace(*s.job, tok_, stopIds_, vocab_, ctx_);
+  if (s.job->grammar && !grammarVocab_) grammarVocab_ = std::make_unique<tok::GrammarVocab>(tok_);  // once, at the first constrained job
+  s.decoder.emplace(*s.job, tok_, stopIds_, vocab_, ctx_, grammarVocab_.get());
   s.decodeStart = Clock::now();
   s.produced = 0;
 }

@@ -37,6 +37,7 @@
 #include "k3/serve/reply_ids.h"
 #include "k3/serve/sequence_decoder.h"
 #include "k3/serve/state_cache.h"
+#include "k3/tok/grammar_vocab.h"
 #include "k3/tok/tokenizer.h"
 
 namespace k3::serve {
@@ -100,6 +101,7 @@ class Scheduler {
 
   model::ModelRunner& runner_;
   const tok::Tokenizer& tok_;
+  std::unique_ptr<tok::GrammarVocab> grammarVocab_;  // the grammar mask's vocabulary tables
   std::vector<int32_t> stopIds_;
   StateCache& cache_;
   ReplyIdMemory* replies_;

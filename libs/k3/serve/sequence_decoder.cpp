@@ -1,6 +1,7 @@
 #include "k3/serve/sequence_decoder.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace k3::serve {
 
@@ -34,17 +35,16 @@ void push(GenerationJob& job, OutputDelta d) {
 }  // namespace
 
 SequenceDecoder::SequenceDecoder(GenerationJob& job, const tok::Tokenizer& tok, std::span<const int32_t> stopIds,
-                                 size_t vocabSize, size_t contextSize)
+                                 size_t vocabSize, size_t contextSize, const tok::GrammarVocab* grammarVocab)
     : job_(job),
       tok_(tok),
       stopIds_(stopIds.begin(), stopIds.end()),
       processor_(job.params.processing, vocabSize),
       sampler_(job.params.sampling, vocabSize),
       stop_(job.params.stop) {
-  if (processor_.active()) {
-    processor_.addPrompt(job.prompt);  // the repetition penalty counts the prompt too
-    adjusted_.resize(vocabSize);
-  }
+  if (job.grammar && grammarVocab) mask_.emplace(*grammarVocab, job.grammar);
+  if (processor_.active()) processor_.addPrompt(job.prompt);  // the repetition penalty counts the prompt too
+  if (processor_.active() || mask_) adjusted_.resize(vocabSize);
   if (job.params.logprobs) logprobs_.emplace(vocabSize);
   const size_t room = contextSize > job.prompt.size() ? contextSize - job.prompt.size() : 0;
   maxTokens_ = std::min(job.params.maxTokens, room);
@@ -56,14 +56,24 @@ SequenceDecoder::SequenceDecoder(GenerationJob& job, const tok::Tokenizer& tok, 
 int32_t SequenceDecoder::pick(const float* logits) {
   // Untouched logits go to the sampler as they are: with every option off,
   // greedy and seeded results are the bare sampler's.
-  if (processor_.active()) {
+  if (processor_.active() || mask_) {
     std::copy(logits, logits + adjusted_.size(), adjusted_.begin());
-    processor_.apply(adjusted_.data());
+    if (processor_.active()) processor_.apply(adjusted_.data());
     logits = adjusted_.data();
   }
-  // Grammar mask (structured output) goes here: disallowed ids = −inf, on
-  // the copy (adjusted_; make it as above when the processor is off — the
-  // session's logits are read-only), so the logprobs below see the mask.
+  if (mask_) {  // the grammar mask, on the copy: ids that would leave the grammar get -inf
+    const auto t0 = std::chrono::steady_clock::now();
+    mask_->setBudget(maxTokens_ - produced_);  // the answer must close within the tokens left
+    const bool any = mask_->apply(adjusted_.data(), adjusted_.size());
+    job_.maskSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    job_.maskedTokens += 1;
+    // Nothing fits: the room left is below the shortest completion (the
+    // prompt left less than max_tokens). Never sample outside the grammar.
+    if (!any) {
+      grammarCut_ = true;
+      return stopIds_.empty() ? 0 : stopIds_.back();
+    }
+  }
   const int32_t id = sampler_.sample(logits);
   if (logprobs_) lastLogprob_ = logprobs_->compute(logits, id, job_.params.topLogprobs);
   return id;
@@ -84,6 +94,7 @@ void SequenceDecoder::deliver() {
         d.toolId = e.call.id;
         d.toolName = e.call.name;
         d.text = e.call.arguments;
+        job_.mistypedArguments += e.mistyped;
         push(job_, std::move(d));
         calls_ = true;
         break;
@@ -99,7 +110,9 @@ void SequenceDecoder::deliver() {
 }
 
 bool SequenceDecoder::accept(int32_t id) {
+  if (grammarCut_) return false;  // finish_ stays "length"
   produced_ += 1;
+  if (mask_) mask_->accept(static_cast<uint32_t>(id));
   job_.usage.completionTokens += 1;
   processor_.addGenerated(id);
   if (lastLogprob_) {

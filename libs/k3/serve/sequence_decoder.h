@@ -27,6 +27,7 @@
 #include "k3/serve/generation_job.h"
 #include "k3/serve/stop_matcher.h"
 #include "k3/tok/chat_output_parser.h"
+#include "k3/tok/grammar_mask.h"
 #include "k3/tok/tokenizer.h"
 #include "k3/tok/utf8_stream.h"
 
@@ -36,8 +37,10 @@ class SequenceDecoder {
  public:
   // contextSize: the session's capacity; max tokens are clamped to the room
   // the prompt leaves.
+  // grammarVocab: the tokenizer's mask tables, needed when the job has a
+  // grammar (its mask then applies in pick(), its matcher advances in accept()).
   SequenceDecoder(GenerationJob& job, const tok::Tokenizer& tok, std::span<const int32_t> stopIds,
-                  size_t vocabSize, size_t contextSize);
+                  size_t vocabSize, size_t contextSize, const tok::GrammarVocab* grammarVocab = nullptr);
 
   // Tokens this generation may still produce (0: nothing to pick).
   size_t maxTokens() const { return maxTokens_; }
@@ -60,6 +63,8 @@ class SequenceDecoder {
   size_t produced_ = 0;
   model::LogitProcessor processor_;
   model::Sampler sampler_;
+  std::optional<tok::GrammarMask> mask_;              // the job's grammar
+  bool grammarCut_ = false;                           // no token could complete the grammar in the room left
   std::optional<model::LogprobCalculator> logprobs_;  // when the request asked for them
   std::optional<model::TokenLogprob> lastLogprob_;    // pick()'s, delivered by accept()
   std::vector<float> adjusted_;                       // the copy pick() works on

@@ -44,10 +44,13 @@ struct ResponseFormat {
 
 // A declared tool as the output parser checks a call against it: the name and
 // each parameter's declared JSON-schema type ("string", "number", "integer",
-// "boolean", "object", "array", "null"; "" when undeclared or a union).
+// "boolean", "object", "array", "null"; "" when undeclared or a union); and
+// what the output grammar (grammar_output.h) builds its arguments from.
 struct ToolSpec {
   std::string name;
   std::vector<std::pair<std::string, std::string>> params;  // (key, type), in schema order
+  std::string parametersJson = {};  // the `parameters` schema, canonical; "" = none
+  bool strict = false;         // function.strict: arguments must follow the schema
 };
 
 struct ChatRequest {

@@ -22,13 +22,15 @@ class ToolArguments {
   explicit ToolArguments(const ToolSpec& tool) : tool_(tool) {}
 
   // False, with `expected`/`found` set, when T is not one of boolean, null,
-  // number, string, object, array; when T disagrees with the parameter's
-  // declared type (undeclared keys and untyped parameters take any T); when a
-  // non-string value is not one JSON document of type T (NaN and Infinity are
-  // not JSON); or when the key repeats.
+  // number, string, object, array; when a non-string value is not one JSON
+  // document of type T (NaN and Infinity are not JSON, nor is a number out
+  // of double range); or when the key repeats. A T other than the
+  // parameter's declared type (or a fraction for an integer) is the model's
+  // answer: kept as written and counted in mistyped().
   bool add(std::string_view key, std::string_view type, std::string_view value, std::string& expected,
            std::string& found);
   bool empty() const { return keys_.empty(); }
+  size_t mistyped() const { return mistyped_; }
   // The object's text; "{}" when there were no arguments.
   std::string json() const { return keys_.empty() ? "{}" : members_ + "}"; }
 
@@ -36,6 +38,7 @@ class ToolArguments {
   const ToolSpec& tool_;
   std::vector<std::string> keys_;
   std::string members_;  // "{" then the members so far
+  size_t mistyped_ = 0;
 };
 
 }  // namespace k3::tok

@@ -216,6 +216,7 @@ void ChatOutputParser::close(const MarkerHeader& h, std::vector<ChatOutputEvent>
       e.call.id = callIdPrefix_ + std::to_string(nextIndex_);
       e.call.name = callTool_->name;
       e.call.arguments = callRaw_ ? toValidUtf8(*callRaw_) : callArgs_->json();
+      e.mistyped = callArgs_->mistyped();
       events.push_back(std::move(e));
       ++nextIndex_;
       callArgs_.reset();

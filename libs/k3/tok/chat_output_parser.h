@@ -42,6 +42,7 @@ struct ChatOutputEvent {
   std::string text;       // Reasoning / Content: valid UTF-8, never empty
   ToolCall call;          // ToolCall: id (prefix + index), name, arguments (a JSON object's text, or a raw block's text)
   int index = 0;          // ToolCall: the call's index attribute, 1, 2, …
+  size_t mistyped = 0;    // ToolCall: arguments whose type differs from the declared one (passed as written)
   ChatOutputError error;  // Malformed
 };
 

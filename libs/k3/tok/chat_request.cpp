@@ -82,8 +82,13 @@ class RequestReader {
       ToolSpec spec;
       spec.name = str(*fn, "name", at + ".function");
       if (spec.name.empty()) bad(at + ".function.name", "missing or empty");
+      if (const JsonValue* strict = present(*fn, "strict")) {
+        expect(*strict, Kind::Bool, at + ".function.strict");
+        spec.strict = strict->boolean;
+      }
       if (const JsonValue* params = present(*fn, "parameters")) {
         expect(*params, Kind::Object, at + ".function.parameters");
+        spec.parametersJson = canonicalJson(*params);
         if (const JsonValue* props = present(*params, "properties")) {
           expect(*props, Kind::Object, at + ".function.parameters.properties");
           for (const auto& [key, schema] : props->members) {
