@@ -19,7 +19,7 @@ echo "== k3-verify --full"; "$bin/k3-verify" "$out/k3-mini" --full
 echo "== k3-tokgen"; "$bin/k3-tokgen" "$out/k3-mini" -o "$out/k3-mini/tokenizer.json"
 # Greedy plain text from a 2 M-parameter model soon loops; a repetition
 # penalty (llama.cpp's / vLLM's, over the prompt's and the output's tokens) breaks the loop.
-echo "== k3-run -p"; "$bin/k3-run" "$out/k3-mini" -p "And God said unto Moses," -n 40
+echo "== k3-run -p"; "$bin/k3-run" "$out/k3-mini" -p "And God said unto Moses," -n 40 --temp 0
 echo "== k3-run -p --repeat-penalty 1.5"
-"$bin/k3-run" "$out/k3-mini" -p "And God said unto Moses," -n 40 --repeat-penalty 1.5
-echo "== k3-run --chat"; "$bin/k3-run" "$out/k3-mini" --chat -p 'What does the word "bread" mean?' -n 80
+"$bin/k3-run" "$out/k3-mini" -p "And God said unto Moses," -n 40 --temp 0 --repeat-penalty 1.5
+echo "== k3-run --chat"; "$bin/k3-run" "$out/k3-mini" --chat -p 'What does the word "bread" mean?' -n 80 --temp 0

@@ -32,6 +32,7 @@
 #include "k3/model/context_limits.h"
 #include "k3/model/expert_top_p.h"
 #include "k3/model/generate.h"
+#include "k3/model/generation_defaults.h"
 #include "k3/model/logit_processors.h"
 #include "k3/model/logits_writer.h"
 #include "k3/model/model_weights.h"
@@ -42,6 +43,8 @@
 #include "k3/serve/engine.h"
 #include "k3/serve/http_server.h"
 #include "k3/serve/stop_signal.h"
+#include "k3/tok/chat_output_message.h"
+#include "k3/tok/chat_request.h"
 #include "k3/tok/id_list_input.h"
 #include "k3/tok/tokenizer.h"
 #include "k3/verify/container_gate.h"
@@ -51,18 +54,53 @@ namespace {
 using namespace k3;
 using namespace k3::model;
 
+// The sampling flags. Each one given overrides the container's default
+// (model/generation_defaults: generation_config.json, else T = 1, top_p = 1);
+// a sampled run without --seed draws one. New sampler flags go here.
+struct SamplingFlags {
+  SamplerOptions given;
+  CLI::Option *temp = nullptr, *topK = nullptr, *topP = nullptr, *minP = nullptr, *seed = nullptr;
+
+  void add(CLI::App& app) {
+    temp = app.add_option("--temp", given.temperature,
+                          "temperature; 0 = greedy (default: the container's generation_config.json, else 1)");
+    topK = app.add_option("--top-k", given.topK, "keep the k most likely tokens (0 = all; default as --temp, else 0)");
+    topP = app.add_option("--top-p", given.topP, "nucleus mass to keep (1 = all; default as --temp, else 1)");
+    minP = app.add_option("--min-p", given.minP,
+                          "keep tokens with p >= MIN_P x the top token's p (0 = off; default as --temp, else 0)");
+    seed = app.add_option("--seed", given.seed, "sampling seed, 0..2^64-1 (same seed, same sample; default: drawn)")
+               ->check(k3app::notNegative());
+  }
+  // The options in effect: the flags given over the defaults.
+  SamplerOptions resolve(const SamplerOptions& defaults) const {
+    SamplerOptions s = defaults;
+    if (temp->count()) s.temperature = given.temperature;
+    if (topK->count()) s.topK = given.topK;
+    if (topP->count()) s.topP = given.topP;
+    if (minP->count()) s.minP = given.minP;
+    s.seed = seed->count() ? given.seed : 0;
+    return s;
+  }
+  bool seeded() const { return seed->count() > 0; }
+};
+
+// What sampling a run used: the --json fields and the stats line.
+struct SamplingReport {
+  SamplerOptions options;
+  bool seedDrawn = false;
+  std::string defaults;  // where the defaults came from
+};
+
 struct Args {
-  std::string dir, prompt, system, ids, promptIds, logitsOut, perplexity;
+  std::string dir, prompt, system, ids, promptIds, logitsOut, perplexity, tools;
   bool chat = false, think = true, json = false, noBos = false, preload = false;
   size_t maxTokens = 256, threads = 0, chunk = 128, ctx = 4096;
   long long threadsArg = 0;  // signed: -1 is refused, not read as 2^64-1
   bool ctxGiven = false;     // without --ctx, --ids / --perplexity get the context they need
-  float temp = 0.0f, topP = 1.0f, minP = 0.0f;
-  int topK = 0;
+  SamplingFlags sampling;
   LogitProcessorOptions processing;  // --presence-penalty, --frequency-penalty, --repeat-penalty
   std::vector<std::string> logitBias;  // ID=V
   int logprobs = -1;                   // --logprobs N (with --json)
-  uint64_t seed = 0;
   double expertGb = 0.0;
   float expertTopP = 1.0f;  // 1 = off
   std::string activations = "f32";
@@ -137,25 +175,67 @@ void checkContext(const Args& a, const ModelConfig& c, size_t ctx) {
   model::checkContextLimits(c, r, physicalMemoryBytes());
 }
 
-std::vector<int32_t> stopIds(const ModelConfig& c, const tok::Tokenizer* tok) {
-  std::vector<int32_t> s;
-  for (int64_t e : c.eosTokenIds) s.push_back(static_cast<int32_t>(e));
-  if (tok)
-    if (auto id = tok->specialId("<|end_of_msg|>")) s.push_back(static_cast<int32_t>(*id));
-  return s;
+// The sampling in effect: the flags over the container's defaults; a sampled
+// run without --seed draws its seed (reported, so the run can be repeated).
+SamplingReport resolveSampling(const Args& a) {
+  const GenerationDefaults d = readGenerationDefaults(a.dir);
+  SamplingReport r;
+  r.options = a.sampling.resolve(d.sampling);
+  r.defaults = d.source;
+  if (r.options.temperature > 0.0f && !a.sampling.seeded()) {
+    r.options.seed = drawSeed();
+    r.seedDrawn = true;
+  }
+  return r;
+}
+
+void addSampling(JsonObject& j, const SamplingReport& s) {
+  j.add("temperature", static_cast<double>(s.options.temperature))
+      .add("top_p", static_cast<double>(s.options.topP))
+      .add("top_k", s.options.topK)
+      .add("seed", s.options.seed)
+      .add("seed_drawn", s.seedDrawn)
+      .add("sampling_defaults", s.defaults);
+}
+
+std::string samplingText(const SamplingReport& s) {
+  if (s.options.temperature <= 0.0f) return cat("[k3-run] sampling greedy (defaults: ", s.defaults, ")\n");
+  return cat("[k3-run] sampling temperature ", s.options.temperature, " top_p ", s.options.topP, " top_k ",
+             s.options.topK, " seed ", s.options.seed, s.seedDrawn ? " (drawn; --seed repeats it)" : "",
+             " (defaults: ", s.defaults, ")\n");
 }
 
 // The run's figures and the mode's fields: one JSON object on stdout with
-// --json, else the "[k3-run] ..." lines on stderr.
-void printStats(const Args& a, const Session& s, const std::function<void(JsonObject&)>& modeFields = {}) {
+// --json, else the "[k3-run] ..." lines on stderr. The text written before
+// is flushed first, so with 2>&1 the stats start on their own line.
+void printStats(const Args& a, const Session& s, const SamplingReport* sampling = nullptr,
+                const std::function<void(JsonObject&)>& modeFields = {}) {
   const RunReportOptions ro{a.activations, a.expertTopP};
+  std::fflush(stdout);
   if (a.json) {
     JsonObject j = runStatsJson(s, ro);
+    if (sampling) addSampling(j, *sampling);
     if (modeFields) modeFields(j);
     std::printf("%s\n", j.str().c_str());
+    std::fflush(stdout);
   } else {
-    std::fputs(runStatsText(s, ro).c_str(), stderr);
+    std::string text = runStatsText(s, ro);
+    if (sampling) text += samplingText(*sampling);
+    std::fputs(text.c_str(), stderr);
   }
+}
+
+void warn(const std::string& what) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "k3-run: warning: %s\n", what.c_str());
+}
+
+// -n above what the context can still hold: said once, before generating.
+void warnIfCapped(const Session& s, const GenerateOptions& gen) {
+  const size_t room = generationRoom(s, gen.feedStopToken);
+  if (gen.maxTokens > room)
+    warn(cat("-n ", gen.maxTokens, " is more than the context holds: at most ", room, " tokens (--ctx ", s.capacity(),
+             ", ", s.position(), " taken by the prompt)"));
 }
 
 // --serve: the OpenAI-compatible server (k3/serve) over one loaded model.
@@ -171,6 +251,7 @@ int serveMain(Args a) {
   if (!(a.stateCacheGb >= 0) || !(a.stateCacheDiskGb >= 0))
     fail(ErrorKind::Usage, "--state-cache-gb ", a.stateCacheGb, " / --state-cache-disk-gb ", a.stateCacheDiskGb,
          ": must be 0 or more");
+  a.srv.samplingDefaults = readGenerationDefaults(a.dir).sampling;  // what a request without the fields gets
   a.srv.engine.logBatches = true;
   if (a.srv.engine.parallel == 0) fail(ErrorKind::Usage, "--parallel 0: must be at least 1");
   if (a.srv.engine.batchTokens && a.srv.engine.batchTokens < a.srv.engine.parallel)
@@ -213,6 +294,7 @@ void checkModeFlags(const Args& a) {
     fail(ErrorKind::Usage, "--perplexity goes alone: not with -p or --chat");
   if (!a.logitsOut.empty() && a.ids.empty() && a.perplexity.empty())
     fail(ErrorKind::Usage, "--logits-out writes teacher-forced logits: it needs --ids or --perplexity");
+  if (!a.tools.empty() && !a.chat) fail(ErrorKind::Usage, "--tools declares tools for --chat: it needs --chat");
 }
 
 // --ids as given, or --perplexity's text encoded (after the BOS unless --no-bos).
@@ -223,6 +305,10 @@ std::vector<int32_t> forcedIds(const Args& a, const ModelConfig& cfg, const std:
     const auto enc = tok->encode(readInputFile(a.perplexity, kTextInput), false);
     if (cfg.bosTokenId && !a.noBos) forced.push_back(static_cast<int32_t>(*cfg.bosTokenId));
     forced.insert(forced.end(), enc.begin(), enc.end());
+    // A score needs one predicted token: two positions, the first predicting the second.
+    if (forced.size() < 2)
+      fail(ErrorKind::Format, a.perplexity, ": ", enc.empty() ? "no text" : "one token and no BOS",
+           ": nothing to score (perplexity needs at least one predicted token)");
   }
   return forced;
 }
@@ -240,37 +326,96 @@ int runTeacherForced(const Args& a, const ModelWeights& weights, Session& sessio
       std::printf("%zu positions teacher-forced%s\n", r.positions,
                   a.logitsOut.empty() ? "" : cat(", logits written to ", a.logitsOut).c_str());
   }
-  printStats(a, session, [&](JsonObject& j) { addTeacherForced(j, r); });
+  printStats(a, session, nullptr, [&](JsonObject& j) { addTeacherForced(j, r); });
   return 0;
 }
 
+// --tools REQUEST.json: the request's tools (and tool_choice) declared in every turn.
+ChatOptions chatOptions(const Args& a) {
+  ChatOptions o;
+  o.thinking = a.think;
+  o.system = a.system;
+  if (!a.tools.empty()) {
+    const tok::ChatRequest r =
+        tok::parseChatRequest(readInputFile(a.tools, kChatRequestInput), a.tools, {.developerAsSystem = true});
+    if (r.tools.empty()) fail(ErrorKind::Format, a.tools, ": declares no tools (expected an OpenAI request with \"tools\")");
+    o.toolsJson = r.toolsJson;
+    o.tools = r.tools;
+    o.toolChoice = r.toolChoice;
+    o.toolChoiceName = r.toolChoiceName;
+  }
+  return o;
+}
+
+// A reply's --json fields: the parsed message (OpenAI's shape) and how it ended.
+void addChatReply(JsonObject& j, const ChatReply& r) {
+  j.raw("message", tok::assistantMessageJson(r.message)).add("finish_reason", r.finishReason);
+  if (r.error) j.add("malformed", r.error->message());
+  j.add("cut_by_context", r.cutByContext).add("dropped_turns", r.droppedTurns);
+}
+
 // --chat: one turn with -p, else one user message per stdin line, state kept across turns.
-int runChat(const Args& a, Session& session, const tok::Tokenizer& tok, Sampler& sampler, const GenerateOptions& gen) {
-  ChatSession chat(session, tok, a.think, a.system);
+int runChat(const Args& a, Session& session, const tok::Tokenizer& tok, Sampler& sampler, const GenerateOptions& gen,
+            const SamplingReport& sampling) {
+  const ChatOptions options = chatOptions(a);
+  std::optional<ChatSession> chat;
+  chat.emplace(session, tok, options);
   const bool tty = isatty(fileno(stdout));
+  const bool show = !a.json;
   std::string lastSection;
-  auto show = [&](ChatChannel ch, const std::string& bytes) {
-    const std::string section = ch == ChatChannel::Thinking ? "thinking" : "answer";
-    if (section != lastSection) {
-      if (!a.json) std::fputs(tty ? (ch == ChatChannel::Thinking ? "\x1b[2m" : "\x1b[0m\n")
-                                  : (ch == ChatChannel::Thinking ? "[thinking]\n" : "\n[answer]\n"),
-                              stdout);
-      lastSection = section;
+  auto section = [&](const std::string& name) {
+    if (name == lastSection) return;
+    if (tty) std::fputs(name == "thinking" ? "\x1b[2m" : "\x1b[0m\n", stdout);
+    else std::fprintf(stdout, "%s[%s]\n", lastSection.empty() ? "" : "\n", name.c_str());
+    lastSection = name;
+  };
+  auto onEvent = [&](const tok::ChatOutputEvent& e) {
+    if (!show) return;
+    using K = tok::ChatOutputEvent::Kind;
+    if (e.kind == K::Reasoning || e.kind == K::Content) {
+      section(e.kind == K::Reasoning ? "thinking" : "answer");
+      std::fwrite(e.text.data(), 1, e.text.size(), stdout);
+    } else if (e.kind == K::ToolCall) {
+      section("tool call");
+      std::fprintf(stdout, "%s %s %s\n", e.call.id.c_str(), e.call.name.c_str(),
+                   e.call.arguments.empty() ? "{}" : e.call.arguments.c_str());
+    } else if (e.kind == K::Malformed) {
+      // A call of a tool nobody declared is shown as such, never dropped.
+      const bool undeclared = e.error.found.rfind("tool=", 0) == 0;
+      section(undeclared ? "undeclared tool call" : "malformed output");
+      if (undeclared)
+        std::fprintf(stdout, "%s (token %zu; %s)\n", e.error.found.substr(5).c_str(), e.error.position,
+                     a.tools.empty() ? "no --tools declared any" : cat("expected ", e.error.expected).c_str());
+      else
+        std::fprintf(stdout, "%s\n", e.error.message().c_str());
     }
-    if (!a.json) {
-      std::fwrite(bytes.data(), 1, bytes.size(), stdout);
-      std::fflush(stdout);
-    }
+    std::fflush(stdout);
   };
   auto oneTurn = [&](const std::string& user) {
     lastSection.clear();
-    ChatReply r = chat.turn(user, sampler, gen, show);
-    if (!a.json) std::fputs(tty ? "\x1b[0m\n" : "\n", stdout);
+    const ChatReply r = chat->turn(user, sampler, gen, onEvent);
+    if (show) {
+      std::fputs(tty ? "\x1b[0m\n" : "\n", stdout);
+      std::fflush(stdout);
+    }
+    if (r.droppedTurns)
+      warn(cat("the context is full: dropped the ", r.droppedTurns, " oldest turn", r.droppedTurns == 1 ? "" : "s",
+               " (--ctx ", session.capacity(), ")"));
+    if (r.cutByContext) warn(cat("the answer was cut: the context is full (--ctx ", session.capacity(), ")"));
+    else if (!r.stopped && !r.refused) warn(cat("the answer was cut at -n ", gen.maxTokens, " tokens"));
     return r;
+  };
+  auto refusedText = [&](const ChatReply& r) {
+    return cat("the message makes a prompt of ", r.promptTokens,
+               " tokens (with the system message, tools and chat format), more than --ctx ", session.capacity(), " holds");
   };
   if (!a.prompt.empty()) {
     const ChatReply r = oneTurn(a.prompt);
-    printStats(a, session, [&](JsonObject& j) { addGenerated(j, chat.lastPrompt(), r.tokens, r.stopped); });
+    if (r.refused) fail(ErrorKind::Usage, "-p: ", refusedText(r));
+    printStats(a, session, &sampling, [&](JsonObject& j) {
+      addGenerated(j, chat->lastPrompt(), r.tokens, r.stopped);
+      addChatReply(j, r);
+    });
     return 0;
   }
   LineReader lines(STDIN_FILENO, "<stdin>", kChatLineInput);
@@ -281,34 +426,72 @@ int runChat(const Args& a, Session& session, const tok::Tokenizer& tok, Sampler&
     const std::string& line = *next;
     if (line.empty()) continue;
     if (line == "/exit" || line == "/quit") break;
-    oneTurn(line);
+    if (line == "/reset") {
+      chat.emplace(session, tok, options);  // a new conversation: the system message and tools again
+      session.reset();
+      continue;
+    }
+    const ChatReply r = oneTurn(line);
+    if (r.refused) {
+      warn(refusedText(r) + "; not sent (a shorter message, or a larger --ctx)");
+      continue;
+    }
+    if (a.json) {
+      JsonObject j;
+      addChatReply(j, r);
+      std::printf("%s\n", j.str().c_str());
+      std::fflush(stdout);
+    }
+    if (generationRoom(session, true) < chat->replyRoom(gen))
+      warn(cat("the context is nearly full (", session.position(), " of ", session.capacity(),
+               " tokens): the next turn drops the oldest turns"));
   }
-  printStats(a, session);
+  printStats(a, session, &sampling);
   return 0;
 }
 
-// -p / --prompt-ids: feed the prompt, generate, stream the text.
+// -p / --prompt-ids: feed the prompt, generate, stream the text. Special
+// tokens are never printed by name; BOS and EOS end the document.
 int runGenerate(const Args& a, const ModelConfig& cfg, Session& session, const tok::Tokenizer* tok,
-                std::vector<int32_t> ids, Sampler& sampler, const GenerateOptions& gen) {
+                std::vector<int32_t> ids, Sampler& sampler, const GenerateOptions& gen, const SamplingReport& sampling) {
   if (ids.empty()) {  // -p; --prompt-ids are fed as given, no BOS added
     if (cfg.bosTokenId && !a.noBos) ids.push_back(static_cast<int32_t>(*cfg.bosTokenId));
     for (uint32_t id : tok->encode(a.prompt, false)) ids.push_back(static_cast<int32_t>(id));
+    if (ids.size() > session.capacity())
+      fail(ErrorKind::Usage, "-p: the prompt is ", ids.size(), " tokens, more than --ctx ", session.capacity());
   }
   session.feed(ids);
+  warnIfCapped(session, gen);
+  std::string text;
   const GenerateResult g = generate(session, sampler, gen, [&](int32_t id) {
-    if (std::find(gen.stopIds.begin(), gen.stopIds.end(), id) != gen.stopIds.end()) return;
-    if (a.json) return;
+    if (!tok || tok->isSpecial(static_cast<uint32_t>(id))) return;
     const std::string b = tok->tokenBytes(static_cast<uint32_t>(id));
+    text += b;
+    if (a.json) return;
     std::fwrite(b.data(), 1, b.size(), stdout);
     std::fflush(stdout);
   });
   if (!a.json) std::fputc('\n', stdout);
-  printStats(a, session, [&](JsonObject& j) {
+  if (g.cutByContext) warn(cat("the text was cut: the context is full (--ctx ", session.capacity(), ")"));
+  printStats(a, session, &sampling, [&](JsonObject& j) {
     addGenerated(j, ids, g.tokens, g.stopped);
+    if (tok) j.add("text", text);
+    j.add("cut_by_context", g.cutByContext);
     if (a.logprobs >= 0) addLogprobs(j, g.logprobs);
     j.add("decode_wall_tok_s", g.wallTokensPerSecond());
   });
   return 0;
+}
+
+// What ends a raw document: the config's BOS and EOS ids (the next document
+// would start), and <|end_of_msg|>.
+std::vector<int32_t> stopIds(const ModelConfig& c, const tok::Tokenizer* tok) {
+  std::vector<int32_t> s;
+  for (int64_t e : c.eosTokenIds) s.push_back(static_cast<int32_t>(e));
+  if (c.bosTokenId) s.push_back(static_cast<int32_t>(*c.bosTokenId));
+  if (tok)
+    if (auto id = tok->specialId("<|end_of_msg|>")) s.push_back(static_cast<int32_t>(*id));
+  return s;
 }
 
 int runMain(const Args& a) {
@@ -347,20 +530,20 @@ int runMain(const Args& a) {
 
   if (!forced.empty()) return runTeacherForced(a, *weights, session, forced);
 
-  SamplerOptions sopt{a.temp, a.topK, a.topP, a.seed, a.minP};
-  Sampler sampler(sopt, session.vocabSize());
+  const SamplingReport sampling = resolveSampling(a);
+  Sampler sampler(sampling.options, session.vocabSize());
   GenerateOptions gen;
   gen.maxTokens = a.maxTokens;
-  gen.sampling = sopt;
+  gen.sampling = sampling.options;
   gen.processing = a.processing;
   gen.logprobs = a.logprobs;
   gen.processing.logitBias = parseLogitBias(a.logitBias);
   checkLogitProcessorOptions(gen.processing, session.vocabSize());
   gen.stopIds = stopIds(cfg, tok ? &*tok : nullptr);
-  if (a.chat) return runChat(a, session, *tok, sampler, gen);
+  if (a.chat) return runChat(a, session, *tok, sampler, gen, sampling);
   if (a.prompt.empty() && promptIds.empty())
     fail(ErrorKind::Usage, "nothing to do: give -p PROMPT, --prompt-ids, --chat, --ids or --perplexity");
-  return runGenerate(a, cfg, session, tok ? &*tok : nullptr, promptIds, sampler, gen);
+  return runGenerate(a, cfg, session, tok ? &*tok : nullptr, promptIds, sampler, gen, sampling);
 }
 
 }  // namespace
@@ -373,6 +556,9 @@ int main(int argc, char** argv) {
   app.add_option("-p,--prompt", a.prompt, "prompt text (raw, or the user message with --chat)");
   app.add_flag("--chat", a.chat, "XTML chat; without -p an interactive multi-turn session");
   app.add_option("--system", a.system, "system message (chat)");
+  app.add_option("--tools", a.tools,
+                 "chat: declare the tools of an OpenAI request file (its \"tools\", \"tool_choice\"); calls are "
+                 "checked against them and shown");
   app.add_flag("--think,!--no-think", a.think, "chat: thinking channel on (default) or off");
   app.add_option("--ids", a.ids, "teacher-forced token ids: comma list or a file");
   app.add_option("--prompt-ids", a.promptIds,
@@ -382,11 +568,7 @@ int main(int argc, char** argv) {
   app.add_option("--perplexity", a.perplexity, "text file: teacher-forced perplexity");
   app.add_option("-n,--max-tokens", a.maxTokens, "tokens to generate (default 256; at most what the context holds)")
       ->check(k3app::notNegative());
-  app.add_option("--temp", a.temp, "temperature; 0 = greedy (default)");
-  app.add_option("--top-k", a.topK, "keep the k most likely tokens (0 = all)");
-  app.add_option("--top-p", a.topP, "nucleus mass to keep (1 = all)");
-  app.add_option("--seed", a.seed, "sampling seed (same seed, same sample)");
-  app.add_option("--min-p", a.minP, "keep tokens with p >= MIN_P x the top token's p (0 = off)");
+  a.sampling.add(app);
   app.add_option("--presence-penalty", a.processing.presencePenalty,
                  "subtract this from the logit of every token already generated (-2..2, OpenAI's)");
   app.add_option("--frequency-penalty", a.processing.frequencyPenalty,
@@ -459,7 +641,7 @@ int main(int argc, char** argv) {
     k3::model::checkExpertTopP(a.expertTopP, "--expert-top-p");
     a.ctxGiven = ctxOpt->count() > 0;
     if (threadsOpt->count() && a.threadsArg != 0) a.threads = k3::checkThreadCount(a.threadsArg);
-    k3::model::checkSamplerOptions({a.temp, a.topK, a.topP, a.seed, a.minP});
+    k3::model::checkSamplerOptions(a.sampling.given);
     k3::model::checkLogitProcessorOptions({a.processing.presencePenalty, a.processing.frequencyPenalty,
                                            a.processing.repetitionPenalty}, SIZE_MAX);
     if (a.logprobs >= 0 && (!a.json || a.chat || a.serve))

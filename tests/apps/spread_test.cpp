@@ -308,7 +308,7 @@ TEST(Spread, OneLoaderQueuePerFileSystem) {
                                                       "--spread", s.d2});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   auto queues = [](const std::string& dst) {
-    k3test::RunResult run = k3test::runTool("k3-run", {dst, "-p", "Hello", "-n", "4", "--expert-gb", "0.0003", "--json"});
+    k3test::RunResult run = k3test::runTool("k3-run", {dst, "-p", "Hello", "-n", "4", "--expert-gb", "0.0003", "--json", "--temp", "0"});
     EXPECT_EQ(run.exitCode, 0) << run.err;
     simdjson::dom::parser p;
     simdjson::dom::element doc;

@@ -132,3 +132,67 @@ TEST(ThreadPoolCreation, ThreadCountIsCheckedAgainstTheMachine) {
     }
   }
 }
+
+// threadsFor: one thread per `perThread` units of work, within [1, size()].
+TEST(ThreadPool, ThreadsForScalesWithTheWork) {
+  k3::ThreadPool pool(4);
+  EXPECT_EQ(pool.threadsFor(0, 100), 1u);
+  EXPECT_EQ(pool.threadsFor(99, 100), 1u);
+  EXPECT_EQ(pool.threadsFor(200, 100), 2u);
+  EXPECT_EQ(pool.threadsFor(399, 100), 3u);
+  EXPECT_EQ(pool.threadsFor(1u << 30, 100), 4u);
+  EXPECT_EQ(pool.threadsFor(5, 0), 4u);  // no threshold: every thread
+}
+
+// run / parallelFor on fewer threads: only tids below the count take part,
+// each told that count; one thread runs inline on the caller.
+TEST(ThreadPool, RunAndParallelForOnFewerThreads) {
+  k3::ThreadPool pool(3);
+  for (size_t want : {1, 2, 3}) {
+    std::vector<std::atomic<int>> seen(pool.size());
+    std::atomic<bool> onCaller{false};
+    const auto caller = std::this_thread::get_id();
+    pool.run([&](size_t tid, size_t n) {
+      EXPECT_EQ(n, want);
+      seen[tid]++;
+      if (std::this_thread::get_id() == caller) onCaller = true;
+    }, want);
+    for (size_t t = 0; t < pool.size(); ++t) EXPECT_EQ(seen[t].load(), t < want ? 1 : 0) << "want " << want;
+    EXPECT_TRUE(onCaller.load());
+    std::vector<std::atomic<int>> hits(100);
+    std::atomic<int> calls{0};
+    pool.parallelFor(100, [&](size_t b, size_t e) {
+      ++calls;
+      for (size_t i = b; i < e; ++i) hits[i]++;
+    }, 1, want);
+    for (auto& h : hits) EXPECT_EQ(h.load(), 1);
+    if (want == 1) {
+      EXPECT_EQ(calls.load(), 1);  // the whole range inline
+    }
+  }
+}
+
+// runJoinable: the caller always takes part; workers that join get distinct
+// tids below the count; items taken from a shared counter are each done
+// once, thousands of times over (late workers skip, never run a stale job).
+TEST(ThreadPool, RunJoinableDoesEveryItemOnce) {
+  k3::ThreadPool pool(3);
+  const auto caller = std::this_thread::get_id();
+  for (size_t want : {1, 2, 3})
+    for (int rep = 0; rep < 2000; ++rep) {
+      const size_t n = 1 + rep % 17;
+      std::vector<std::atomic<int>> hits(n);
+      std::vector<std::atomic<int>> inside(pool.size());
+      std::atomic<size_t> next{0};
+      std::atomic<bool> callerRan{false};
+      pool.runJoinable([&](size_t tid, size_t threads) {
+        EXPECT_EQ(threads, want);
+        EXPECT_LT(tid, want);
+        EXPECT_EQ(inside[tid]++, 0) << "tid " << tid << " twice";
+        if (std::this_thread::get_id() == caller) callerRan = true;
+        for (size_t i; (i = next++) < n;) hits[i]++;
+      }, want);
+      ASSERT_TRUE(callerRan.load());
+      for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+    }
+}

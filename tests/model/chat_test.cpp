@@ -11,7 +11,8 @@
 namespace k3test::model {
 namespace {
 
-using k3::model::ChatChannel;
+using k3::model::ChatOptions;
+using k3::tok::ChatOutputEvent;
 using k3::model::ChatSession;
 using k3::tok::ChatMessage;
 
@@ -35,6 +36,13 @@ std::vector<int32_t> prompt(const k3::tok::Tokenizer& tok, const std::vector<Cha
   return asInt(k3::tok::renderChat(tok, req).ids);
 }
 
+ChatOptions chatOptions(bool thinking, const std::string& system) {
+  ChatOptions o;
+  o.thinking = thinking;
+  o.system = system;
+  return o;
+}
+
 k3::model::GenerateOptions greedy(size_t n) {
   k3::model::GenerateOptions g;
   g.maxTokens = n;
@@ -48,8 +56,8 @@ TEST(ModelChat, MultiTurnIdsEqualTheChatBuilderOutput) {
     const auto tok = k3::tok::Tokenizer::fromDirectory(dir);
     k3::model::Session s(*w, {2, 8, 512, 0});
     k3::model::Sampler sampler({}, s.vocabSize());
-    ChatSession chat(s, tok, thinking, "Be brief.");
-    auto noop = [](ChatChannel, const std::string&) {};
+    ChatSession chat(s, tok, chatOptions(thinking, "Be brief."));
+    auto noop = [](const ChatOutputEvent&) {};
 
     const auto r1 = chat.turn("Hello there", sampler, greedy(6), noop);
     std::vector<ChatMessage> expect = {msg("system", "Be brief."), msg("user", "Hello there")};
@@ -60,7 +68,7 @@ TEST(ModelChat, MultiTurnIdsEqualTheChatBuilderOutput) {
     EXPECT_TRUE(std::equal(want1.begin(), want1.end(), s.history().begin()));
 
     const auto r2 = chat.turn("And again, 你好", sampler, greedy(4), noop);
-    expect.push_back(msg("assistant", r1.answer, r1.thinking));
+    expect.push_back(r1.message);  // the reply as parsed: reasoning, content, calls
     expect.push_back(msg("user", "And again, 你好"));
     const auto want2 = prompt(tok, expect, thinking);
     EXPECT_EQ(chat.lastPrompt(), want2);
@@ -120,9 +128,9 @@ TEST(ModelChat, GenerationStopsAtEndOfMessage) {
   auto w = k3::model::ModelWeights::open(dir);
   k3::model::Session s(*w, {2, 8, 256, 0});
   k3::model::Sampler sampler({}, s.vocabSize());
-  ChatSession chat(s, tok, false, "");
+  ChatSession chat(s, tok, chatOptions(false, ""));
   std::string shown;
-  const auto r = chat.turn("Hi", sampler, greedy(20), [&](ChatChannel, const std::string& b) { shown += b; });
+  const auto r = chat.turn("Hi", sampler, greedy(20), [&](const ChatOutputEvent& e) { shown += e.text; });
   EXPECT_TRUE(r.stopped);
   EXPECT_EQ(r.tokens, std::vector<int32_t>{eom});
   EXPECT_EQ(shown, "");
@@ -132,7 +140,7 @@ TEST(ModelChat, GenerationStopsAtEndOfMessage) {
   EXPECT_EQ(s.history(), held);  // the end of the turn stays in the state
 
   // The CLI: same prompt ids, stops at once.
-  RunResult cli = runTool("k3-run", {dir, "--chat", "--no-think", "-p", "Hi", "-n", "20", "--json"});
+  RunResult cli = runTool("k3-run", {dir, "--chat", "--no-think", "-p", "Hi", "-n", "20", "--json", "--temp", "0"});
   ASSERT_EQ(cli.exitCode, 0) << cli.err;
   EXPECT_NE(cli.out.find("\"prompt_ids\":[" + idsText(firstPrompt) + "]"), std::string::npos) << cli.out;
   EXPECT_NE(cli.out.find("\"tokens\":[" + std::to_string(eom) + "]"), std::string::npos) << cli.out;

@@ -53,7 +53,7 @@ class K3MiniPenalties(unittest.TestCase):
 
     def run_k3(self, flags):
         r = subprocess.run([os.path.join(BIN, "k3-run"), self.model, "-p", PROMPT, "-n", str(N), "--threads", "1",
-                            "--json", "--logprobs", "3", *flags], capture_output=True, text=True, check=True)
+                            "--json", "--temp", "0", "--logprobs", "3", *flags], capture_output=True, text=True, check=True)
         j = json.loads(r.stdout)
         self.logprobs = j["logprobs"]
         return j["prompt_ids"], j["tokens"]

@@ -133,6 +133,7 @@ TEST(ModelGenerate, CliSameSeedSameTextAndGreedyRepeats) {
   const std::string dir = container("tiny", 8);
   auto runIt = [&](std::vector<std::string> extra) {
     std::vector<std::string> args = {dir, "-p", "hello world", "-n", "12", "--json"};
+    if (extra.empty()) args.insert(args.end(), {"--temp", "0"});
     args.insert(args.end(), extra.begin(), extra.end());
     RunResult r = runTool("k3-run", args);
     EXPECT_EQ(r.exitCode, 0) << r.err;
@@ -146,7 +147,7 @@ TEST(ModelGenerate, CliSameSeedSameTextAndGreedyRepeats) {
 }
 
 // --prompt-ids feeds the ids as the prompt (no BOS added) and generates as
-// -p does: greedy, the in-process session's tokens, whatever --chunk (a
+// -p does: greedy (--temp 0), the in-process session's tokens, whatever --chunk (a
 // prompt of 10 in chunks of 4 runs the last layer cache-only twice).
 TEST(ModelGenerate, CliPromptIdsGenerateLikeTheSession) {
   const std::string dir = container("tiny", 8);
@@ -162,7 +163,7 @@ TEST(ModelGenerate, CliPromptIdsGenerateLikeTheSession) {
   };
   const std::string wantJson = list("tokens", want), promptJson = list("prompt_ids", prompt);
   for (const char* chunk : {"4", "64"}) {
-    RunResult r = runTool("k3-run", {dir, "--prompt-ids", idsText(prompt), "-n", "12", "--chunk", chunk, "--json"});
+    RunResult r = runTool("k3-run", {dir, "--prompt-ids", idsText(prompt), "-n", "12", "--chunk", chunk, "--json", "--temp", "0"});
     ASSERT_EQ(r.exitCode, 0) << r.err;
     EXPECT_NE(r.out.find(wantJson + "]"), std::string::npos) << "--chunk " << chunk << ": " << r.out;
     EXPECT_NE(r.out.find(promptJson + "]"), std::string::npos) << r.out;

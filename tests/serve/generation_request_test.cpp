@@ -47,6 +47,24 @@ TEST(GenerationRequest, DefaultsAndClamp) {
   EXPECT_FLOAT_EQ(r.params.sampling.temperature, 1.0f);  // null = not given
 }
 
+// The sampling defaults are the server's (the container's
+// generation_config.json, as k3-run's): a field given overrides its own only.
+TEST(GenerationRequest, SamplingDefaultsComeFromTheServer) {
+  RequestLimits l = limits();
+  l.sampling = {0.7f, 9, 0.8f, 0};
+  auto r = parseChatCompletionRequest("{" + kUser + "}", l);
+  EXPECT_FLOAT_EQ(r.params.sampling.temperature, 0.7f);
+  EXPECT_EQ(r.params.sampling.topK, 9);
+  EXPECT_FLOAT_EQ(r.params.sampling.topP, 0.8f);
+  r = parseChatCompletionRequest("{" + kUser + R"(,"top_p":0.5,"temperature":null})", l);
+  EXPECT_FLOAT_EQ(r.params.sampling.temperature, 0.7f);
+  EXPECT_EQ(r.params.sampling.topK, 9);
+  EXPECT_FLOAT_EQ(r.params.sampling.topP, 0.5f);
+  const auto c = parseCompletionRequest(R"({"prompt":"x","temperature":0})", l);
+  EXPECT_FLOAT_EQ(c.params.sampling.temperature, 0.0f);
+  EXPECT_FLOAT_EQ(c.params.sampling.topP, 0.8f);
+}
+
 TEST(GenerationRequest, DeveloperIsSystemAndTheConversationIsTheReaders) {
   auto r = parseChatCompletionRequest(
       R"({"messages":[{"role":"developer","content":"rules"},{"role":"user","content":"hi"}],"chat_template_kwargs":{"thinking":false}})",

@@ -218,7 +218,7 @@ test("completions: prompt text and the same prompt as ids give the same greedy t
 test("greedy through the server equals k3-run --prompt-ids on the rendered prompt", async () => {
   const ids = await tokenize(srv.url, { messages: hello, ...noThink });
   const run = JSON.parse(execFileSync(K3_RUN, [modelDir(), "--prompt-ids", ids.join(","), "-n", "16", "--json",
-    "--threads", "1"]).toString());
+    "--threads", "1", "--temp", "0"]).toString());
   assert.deepEqual(run.prompt_ids, ids);
   const viaApi = await client.completions.create({ model: "k3-test", prompt: ids, max_tokens: 16, temperature: 0 });
   const stopAt = run.stopped ? run.tokens.length - 1 : run.tokens.length;

@@ -93,7 +93,7 @@ class ServeLogprobs(unittest.TestCase):
 
     def cli_generate(self, prompt, flags):
         r = subprocess.run([os.path.join(BIN, "k3-run"), self.model, "--prompt-ids", ",".join(map(str, prompt)),
-                            "-n", str(N), "--threads", "1", "--json", *flags], capture_output=True, text=True,
+                            "-n", str(N), "--threads", "1", "--json", "--temp", "0", *flags], capture_output=True, text=True,
                            check=True)
         return json.loads(r.stdout)["tokens"]
 

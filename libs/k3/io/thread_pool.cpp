@@ -91,6 +91,20 @@ void ThreadPool::workerLoop(size_t tid) {
     }
     if (stop_.load(std::memory_order_acquire)) return;
     seen = generation_.load(std::memory_order_acquire);
+    if (seen & 1) {
+      // Joinable: enter, then check the job still takes workers (the caller
+      // stops taking them, then counts who entered: one of the two sees the
+      // other's write) and is still the one seen.
+      joined_.fetch_add(1, std::memory_order_seq_cst);
+      if (accepting_.load(std::memory_order_seq_cst) && generation_.load(std::memory_order_seq_cst) == seen &&
+          tid < joinableThreads_)
+        (*job_)(tid, joinableThreads_);
+      if (joined_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> lock(mu_);
+        done_.notify_one();
+      }
+      continue;
+    }
     (*job_)(tid, size());
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       // Taking the lock orders this against a caller about to sleep.
@@ -98,6 +112,42 @@ void ThreadPool::workerLoop(size_t tid) {
       done_.notify_one();
     }
   }
+}
+
+void ThreadPool::runJoinable(FunctionRef<void(size_t, size_t)> fn, size_t threads) {
+  threads = std::clamp<size_t>(threads, 1, size());
+  if (threads == 1) return fn(0, 1);
+  job_ = &fn;
+  joinableThreads_ = threads;
+  accepting_.store(true, std::memory_order_seq_cst);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    generation_.store((generation_.load(std::memory_order_relaxed) | 1) + 2, std::memory_order_seq_cst);
+  }
+  wake_.notify_all();
+  fn(0, threads);
+  accepting_.store(false, std::memory_order_seq_cst);
+  auto finished = [&] { return joined_.load(std::memory_order_seq_cst) == 0; };
+  if (!spinUntil(finished)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_.wait(lock, finished);
+  }
+  job_ = nullptr;
+}
+
+size_t ThreadPool::threadsFor(uint64_t work, uint64_t perThread) const {
+  const uint64_t t = perThread ? work / perThread : size();
+  return static_cast<size_t>(std::clamp<uint64_t>(t, 1, size()));
+}
+
+void ThreadPool::run(FunctionRef<void(size_t, size_t)> fn, size_t threads) {
+  threads = std::clamp<size_t>(threads, 1, size());
+  if (threads == 1) return fn(0, 1);
+  if (threads == size()) return run(fn);
+  auto some = [&](size_t tid, size_t) {
+    if (tid < threads) fn(tid, threads);
+  };
+  run(some);
 }
 
 void ThreadPool::run(FunctionRef<void(size_t, size_t)> fn) {
@@ -110,7 +160,7 @@ void ThreadPool::run(FunctionRef<void(size_t, size_t)> fn) {
   {
     // Under the lock, so a worker between its check and its wait cannot miss it.
     std::lock_guard<std::mutex> lock(mu_);
-    generation_.fetch_add(1, std::memory_order_release);
+    generation_.store((generation_.load(std::memory_order_relaxed) | 1) + 1, std::memory_order_release);
   }
   wake_.notify_all();
   fn(0, size());
@@ -123,13 +173,19 @@ void ThreadPool::run(FunctionRef<void(size_t, size_t)> fn) {
 }
 
 void ThreadPool::parallelFor(size_t n, FunctionRef<void(size_t, size_t)> fn, size_t grain) {
+  parallelFor(n, fn, grain, size());
+}
+
+void ThreadPool::parallelFor(size_t n, FunctionRef<void(size_t, size_t)> fn, size_t grain, size_t threads) {
   if (n == 0) return;
+  threads = std::clamp<size_t>(threads, 1, size());
+  if (threads == 1) return fn(0, n);
   grain = std::max<size_t>(1, grain);
   const size_t grains = (n + grain - 1) / grain;
   // Guided: each take is the remaining grains / (2 x threads), at least one.
   // Early takes are large (few atomics), the last ones a grain each, so the
   // threads finish within about one grain of each other.
-  const size_t divisor = 2 * size();
+  const size_t divisor = 2 * threads;
   std::atomic<size_t> next{0};
   auto body = [&](size_t, size_t) {
     size_t g0 = next.load(std::memory_order_relaxed);
@@ -141,7 +197,7 @@ void ThreadPool::parallelFor(size_t n, FunctionRef<void(size_t, size_t)> fn, siz
       g0 = next.load(std::memory_order_relaxed);
     }
   };
-  run(body);
+  runJoinable(body, threads);
 }
 
 }  // namespace k3

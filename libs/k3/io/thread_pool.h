@@ -60,11 +60,30 @@ class ThreadPool {
 
   size_t size() const { return workers_.size() + 1; }
 
+  // How many threads a job of `work` units is worth: one per `perThread`
+  // units, at least 1, at most size(). A fork-join costs microseconds (more
+  // when a worker has to be woken, or waits for a vCPU another process
+  // holds), so a job smaller than that runs inline on the caller: k3-mini's
+  // decode, made of such jobs, ran 20x slower on two threads than on one.
+  size_t threadsFor(uint64_t work, uint64_t perThread) const;
+
   // Calls fn(tid, nthreads) once on every thread (tid 0 is the caller). Blocks.
+  // With `threads` (1..size()), only that many take part: fn(tid, threads)
+  // for tid < threads; 1 runs fn(0, 1) inline without touching the workers.
   void run(FunctionRef<void(size_t, size_t)> fn);
+  void run(FunctionRef<void(size_t, size_t)> fn, size_t threads);
+
+  // For work the threads take from a shared queue: fn(tid, threads) runs on
+  // the caller and on each worker (tid < threads) that wakes while the
+  // caller's own call is still running; once it returns (the queue is
+  // empty), a worker that comes later skips the job, and the caller waits
+  // only for the workers that joined. A worker the OS has not scheduled
+  // (two vCPUs shared with other processes) then never holds up the step.
+  void runJoinable(FunctionRef<void(size_t, size_t)> fn, size_t threads);
 
   // Calls fn(begin, end) on blocks of [0, n) (multiples of `grain`) that the
-  // threads take in turn as they finish, largest first (guided: a take is
+  // threads take in turn as they finish (runJoinable: a late worker is not
+  // waited for), largest first (guided: a take is
   // the remaining work / (2 x threads), down to one grain); blocks until all
   // are done. Taking blocks in turn rather than one fixed range per thread
   // keeps a slower thread (two vCPUs sharing a core, a preempted worker) from
@@ -73,6 +92,8 @@ class ThreadPool {
   // runs a block, and where blocks begin, is not fixed, so fn must not depend
   // on either.
   void parallelFor(size_t n, FunctionRef<void(size_t, size_t)> fn, size_t grain = 1);
+  // The same on at most `threads` threads (1: fn(0, n) inline).
+  void parallelFor(size_t n, FunctionRef<void(size_t, size_t)> fn, size_t grain, size_t threads);
 
   // f(i) for every i in [0, n): one item runs inline (a decode step's
   // per-token loops then cost no fork-join), more go through parallelFor.
@@ -93,8 +114,13 @@ class ThreadPool {
   std::condition_variable wake_;
   std::condition_variable done_;
   FunctionRef<void(size_t, size_t)>* job_ = nullptr;  // published by generation_
+  // Bumped by 2 per job; bit 0 set for a joinable job.
   std::atomic<uint64_t> generation_{0};
-  std::atomic<size_t> pending_{0};
+  std::atomic<size_t> pending_{0};  // run(): workers not finished yet
+  // runJoinable(): the job still takes workers; how many are inside it; its thread count.
+  std::atomic<bool> accepting_{false};
+  std::atomic<size_t> joined_{0};
+  size_t joinableThreads_ = 0;
   std::atomic<bool> stop_{false};
 };
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "k3/tok/chat_output_message.h"
+
 namespace k3::model {
 
 namespace {
@@ -13,23 +15,54 @@ tok::ChatMessage textMessage(const char* role, const std::string& text) {
 }
 }  // namespace
 
-ChatSession::ChatSession(Session& session, const tok::Tokenizer& tok, bool thinking, const std::string& system)
-    : session_(session), tok_(tok), thinking_(thinking), sp_(tok::xtmlSpecials(tok, "chat session")) {
-  if (!system.empty()) messages_.push_back(textMessage("system", system));
+ChatSession::ChatSession(Session& session, const tok::Tokenizer& tok, ChatOptions options)
+    : session_(session), tok_(tok), opts_(std::move(options)), sp_(tok::xtmlSpecials(tok, "chat session")) {
+  if (!opts_.system.empty()) messages_.push_back(textMessage("system", opts_.system));
 }
 
 tok::ChatRequest ChatSession::request() const {
   tok::ChatRequest req;
   req.messages = messages_;
-  req.thinking = thinking_;
-  req.effort = thinking_ ? tok::ThinkingEffort::Max : tok::ThinkingEffort::None;
+  req.toolsJson = opts_.toolsJson;
+  req.tools = opts_.tools;
+  req.toolChoice = opts_.toolChoice;
+  req.toolChoiceName = opts_.toolChoiceName;
+  req.thinking = opts_.thinking;
+  req.effort = opts_.thinking ? tok::ThinkingEffort::Max : tok::ThinkingEffort::None;
   return req;
 }
 
+size_t ChatSession::replyRoom(const GenerateOptions& gen) const {
+  return std::max<size_t>(1, std::min(gen.maxTokens, session_.capacity() / 4));
+}
+
+bool ChatSession::dropOldestTurn() {
+  const size_t first = !messages_.empty() && messages_[0].role == "system" ? 1 : 0;
+  // The oldest turn: its user message up to the next user message.
+  size_t end = first + 1;
+  while (end < messages_.size() && messages_[end].role != "user") ++end;
+  if (end >= messages_.size()) return false;  // only the newest message is left
+  messages_.erase(messages_.begin() + static_cast<std::ptrdiff_t>(first),
+                  messages_.begin() + static_cast<std::ptrdiff_t>(end));
+  return true;
+}
+
 ChatReply ChatSession::turn(const std::string& user, Sampler& sampler, const GenerateOptions& gen,
-                            FunctionRef<void(ChatChannel, const std::string&)> onText) {
+                            FunctionRef<void(const tok::ChatOutputEvent&)> onEvent) {
+  ChatReply reply;
   messages_.push_back(textMessage("user", user));
-  const std::vector<uint32_t> built = tok::renderChat(tok_, request()).ids;
+  std::vector<uint32_t> built = tok::renderChat(tok_, request()).ids;
+  const size_t want = replyRoom(gen);
+  while (built.size() + want > session_.capacity() && dropOldestTurn()) {
+    ++reply.droppedTurns;
+    built = tok::renderChat(tok_, request()).ids;
+  }
+  reply.promptTokens = built.size();
+  if (built.size() >= session_.capacity()) {  // not even one reply token would fit
+    messages_.pop_back();
+    reply.refused = true;
+    return reply;
+  }
   lastPrompt_.assign(built.begin(), built.end());
 
   // Reuse the state when it holds a strict prefix of the new prompt.
@@ -44,48 +77,31 @@ ChatReply ChatSession::turn(const std::string& user, Sampler& sampler, const Gen
     opts.stopIds.push_back(endOfMessageId());
   opts.feedStopToken = true;
 
-  // Display filter: structural runs are <|open|>/<|close|> … <|sep|>; the
-  // tag they name switches the channel.
-  ChatReply reply;
-  ChatChannel channel = thinking_ ? ChatChannel::Thinking : ChatChannel::Answer;
-  bool inTag = false, closing = false;
-  std::string tag;
-  auto onToken = [&](int32_t token) {
-    const auto id = static_cast<uint32_t>(token);
-    if (id == sp_.endOfMsg || id == sp_.open || id == sp_.close) {
-      inTag = id != sp_.endOfMsg;
-      closing = id == sp_.close;
-      tag.clear();
-      return;
+  tok::ChatOutputParser parser(tok_, opts_.tools, opts_.thinking);
+  tok::ChatOutputAccumulator acc;
+  std::vector<tok::ChatOutputEvent> events;
+  auto deliver = [&] {
+    for (const auto& e : events) {
+      acc.add(e);
+      onEvent(e);
     }
-    if (inTag) {
-      if (id == sp_.sep) {
-        inTag = false;
-        const bool think = tag.rfind("think", 0) == 0, response = tag.rfind("response", 0) == 0;
-        if (closing)
-          channel = ChatChannel::Structure;
-        else if (think)
-          channel = ChatChannel::Thinking;
-        else if (response)
-          channel = ChatChannel::Answer;
-        else
-          channel = ChatChannel::Structure;
-      } else {
-        tag += tok_.tokenBytes(id);
-      }
-      return;
-    }
-    if (id == sp_.sep || channel == ChatChannel::Structure) return;
-    const std::string bytes = tok_.tokenBytes(id);
-    (channel == ChatChannel::Thinking ? reply.thinking : reply.answer) += bytes;
-    onText(channel, bytes);
+    events.clear();
   };
-  GenerateResult g = generate(session_, sampler, opts, onToken);
+  GenerateResult g = generate(session_, sampler, opts, [&](int32_t id) {
+    parser.feed(static_cast<uint32_t>(id), events);
+    deliver();
+  });
+  const tok::ChatOutputEnd end = parser.finish(events);
+  deliver();
+  acc.end(end);
   reply.tokens = std::move(g.tokens);
   reply.stopped = g.stopped;
-  tok::ChatMessage said = textMessage("assistant", reply.answer);
-  said.reasoning = reply.thinking;
-  messages_.push_back(std::move(said));
+  reply.cutByContext = g.cutByContext;
+  reply.message = acc.message();
+  reply.finishReason = acc.finishReason();
+  reply.error = acc.error();
+  if (!end.complete && !end.malformed) reply.cutState = end.state;
+  messages_.push_back(reply.message);
   return reply;
 }
 

@@ -7,13 +7,17 @@
 
 namespace k3::model {
 
+size_t generationRoom(const Session& session, bool feedStopToken) {
+  return session.capacity() - session.position() + (feedStopToken ? 0 : 1);
+}
+
 GenerateResult generate(Session& session, Sampler& sampler, const GenerateOptions& opts,
                         FunctionRef<void(int32_t)> onToken) {
   if (session.position() == 0) fail(ErrorKind::Usage, "generate: nothing was fed (empty prompt)");
   // -n is clamped to the room left in the context (and nothing is reserved
   // for a limit the context cannot reach): every token but the last is fed
   // back, the stop token too when feedStopToken.
-  const size_t room = session.capacity() - session.position() + (opts.feedStopToken ? 0 : 1);
+  const size_t room = generationRoom(session, opts.feedStopToken);
   const size_t maxTokens = std::min(opts.maxTokens, room);
   GenerateResult r;
   r.tokens.reserve(maxTokens);
@@ -50,6 +54,7 @@ GenerateResult generate(Session& session, Sampler& sampler, const GenerateOption
     // The last token of the limit is not fed: nobody will read its logits.
     if (i + 1 < maxTokens) session.feed({&id, 1});
   }
+  r.cutByContext = !r.stopped && r.tokens.size() == maxTokens && maxTokens < opts.maxTokens;
   r.firstToLastSeconds = std::chrono::duration<double>(last - first).count();
   return r;
 }

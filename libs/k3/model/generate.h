@@ -30,6 +30,7 @@ struct GenerateOptions {
 struct GenerateResult {
   std::vector<int32_t> tokens;  // sampled, including the stop token if hit
   bool stopped = false;         // ended on a stop id (not on the limit)
+  bool cutByContext = false;    // ended because the context was full, before -n
   std::vector<TokenLogprob> logprobs;  // per token, when opts.logprobs ≥ 0 (log-softmax after bias/penalties)
   // Wall time from the first token handed to the caller to the last: what a
   // reader of the stream sees (sampling and the caller's output included),
@@ -40,6 +41,10 @@ struct GenerateResult {
     return firstToLastSeconds > 0 ? static_cast<double>(tokens.size() - 1) / firstToLastSeconds : 0.0;
   }
 };
+
+// The tokens generate() can produce from the session's position: the room
+// left in the context (the last token is not fed back unless feedStopToken).
+size_t generationRoom(const Session& session, bool feedStopToken);
 
 // Session must have been fed at least one token. onToken(id) is called for
 // every sampled token (stop token included) before it is fed back.

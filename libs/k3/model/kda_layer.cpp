@@ -46,7 +46,7 @@ void KdaLayer::forward(const KdaWeights& w, std::span<const KdaRows> seqs, const
     // Each thread's scratch at a fixed stride: threads reach different sequences at different times.
     float* tmp = tmp_.data() + tid * tmpPerThread(maxChunk_);
     for (const KdaRows& seq : seqs) heads(w, seq, h0, h1, tmp);
-  });
+  }, threadsForMacs(pool, uint64_t{n} * H_ * d_ * (w.fb.cols + 4 * d_)));  // f rows, then the delta rule's passes over S
   linear(pool, w.o, o_.data(), n, out);
 }
 

@@ -7,6 +7,7 @@
 
 #include "k3/kernels/act_q8.h"
 #include "k3/kernels/matvec.h"
+#include "k3/model/parallel_work.h"
 
 namespace k3::model {
 
@@ -77,7 +78,11 @@ void linear(ThreadPool& pool, std::initializer_list<LinearJob> jobs, size_t n) {
   const LinearJob* job = jobs.begin();
   // Grain ranges of the jobs laid end to end: job j owns [first[j], first[j+1]).
   size_t first[kMaxLinearJobs + 1] = {0};
-  for (size_t j = 0; j < J; ++j) first[j + 1] = first[j] + (job[j].w->rows + kGrain - 1) / kGrain;
+  uint64_t macs = 0;
+  for (size_t j = 0; j < J; ++j) {
+    first[j + 1] = first[j] + (job[j].w->rows + kGrain - 1) / kGrain;
+    macs += uint64_t{job[j].w->rows} * job[j].w->cols * n;
+  }
 
   // Quantised inputs, once per distinct X among the int8 jobs and before
   // the split: every thread reads the same Xq/Xs.
@@ -116,7 +121,7 @@ void linear(ThreadPool& pool, std::initializer_list<LinearJob> jobs, size_t n) {
       else
         f32Rows(w, job[j].X, n, job[j].Y, r0, r1);
     }
-  });
+  }, 1, threadsForMacs(pool, macs));
 }
 
 }  // namespace k3::model

@@ -19,6 +19,7 @@
 
 #include "k3/codec/weight_view.h"
 #include "k3/io/thread_pool.h"
+#include "k3/model/parallel_work.h"
 
 namespace k3::model {
 

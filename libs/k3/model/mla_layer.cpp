@@ -72,9 +72,11 @@ void MlaLayer::forward(const MlaWeights& w, std::span<const MlaRows> seqs, const
     }
   }
   if (keep == 0) return;
+  uint64_t cacheRows = 0;  // the scores and weighted rows read every kept row's cache
+  for (size_t r = 0; r < keep; ++r) cacheRows += rowLength_[r];
   pool.run([&](size_t tid, size_t nt) {
     heads(w, keep, H_ * tid / nt, H_ * (tid + 1) / nt, tmp_.data() + tid * tmpPerThread_);
-  });
+  }, threadsForMacs(pool, H_ * (cacheRows * (2 * kvr_ + rope_) + uint64_t{keep} * (nope_ + vd_) * kvr_)));
   linear(pool, w.o, ctx_.data(), keep, out);
 }
 

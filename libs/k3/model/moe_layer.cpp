@@ -193,17 +193,19 @@ void MoeLayer::gatherPairs(size_t n, ThreadPool& pool) {
 void MoeLayer::runExperts(ThreadPool& pool, ExpertResidency& residency) {
   // Threads take whole experts as the residency hands them out (mapped: the
   // most rows first; streamed: as their reads finish, so compute overlaps
-  // I/O). The pool cannot carry an exception across threads: keep the first.
+  // I/O); a worker that comes when none are left is not waited for. The
+  // pool cannot carry an exception across threads: keep the first.
   std::exception_ptr failed;
   std::mutex failedMu;
-  pool.run([&](size_t tid, size_t) {
+  const uint64_t macs = uint64_t{rowBegin_[unique_.size()]} * 3 * inter_ * lat_;  // w1, w3, w2 per (token, expert) pair
+  pool.runJoinable([&](size_t tid, size_t) {
     try {
       while (ExpertLease l = residency.next()) runExpert(l.weights(), l.index(), tid);
     } catch (...) {
       std::lock_guard<std::mutex> lock(failedMu);
       if (!failed) failed = std::current_exception();
     }
-  });
+  }, threadsForMacs(pool, macs));
   if (failed) std::rethrow_exception(failed);
 }
 

@@ -138,6 +138,7 @@ void readFields(std::string_view body, const RequestLimits& limits, GenerationPa
   simdjson::dom::parser parser;
   const object root = parseJsonBody(parser, body, limits.jsonDepth);
   bool maxGiven = false;
+  p.sampling = limits.sampling;
   for (auto [k, v] : root) {
     const std::string key(k);
     if (!isNull(v) && !readCommon(key, v, p, limits, maxGiven)) endpointField(key, v);

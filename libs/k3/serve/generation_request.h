@@ -29,6 +29,7 @@ struct RequestLimits {
   size_t jsonDepth = 64;
   size_t maxStops = 4;
   size_t vocabSize = 0;  // logit_bias ids must be below it (0: not checked)
+  model::SamplerOptions sampling{1.0f, 0, 1.0f, 0};  // defaults (the container's generation_config.json; else OpenAI's)
 };
 
 struct GenerationParams {

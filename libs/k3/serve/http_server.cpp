@@ -409,6 +409,7 @@ std::shared_ptr<GenerationJob> HttpServer::submitJob(const httplib::Request& req
   const size_t ctx = r.engine->contextSize();
   RequestLimits lim{opts_.maxTokens ? std::min(opts_.maxTokens, ctx) : ctx, opts_.jsonDepth, 4};
   lim.vocabSize = r.engine->vocabSize();
+  lim.sampling = opts_.samplingDefaults;
   if (chat) {
     ChatCompletionRequest cr = parseChatCompletionRequest(req.body, lim);
     job->mode = GenerationJob::Mode::Chat;

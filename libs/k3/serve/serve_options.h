@@ -25,6 +25,7 @@ struct ServeOptions {
   size_t maxTokens = 0;             // clamp on max_tokens; 0 = the context size
   size_t httpThreads = 0;           // 0: parallel + queue + 16
   int streamIntervalMs = 10;        // output handed to the client at most this often (0: every token)
+  model::SamplerOptions samplingDefaults{1.0f, 0, 1.0f, 0};  // a request's sampling without the fields: generation_config.json
   EngineOptions engine;
 };
 
