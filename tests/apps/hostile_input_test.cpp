@@ -324,7 +324,7 @@ std::vector<Case> runOptionCases() {
       {"run_chunk_memory", "c_no_max_positions", run, {"{C}", "--ids", "1,2", "--ctx", "900000000", "--chunk", "900000000"}, 2, "of memory, more than this machine's"},
       {"run_ctx_memory_ids", "c_no_max_positions", run, {"{C}", "--ids", "1,2", "--ctx", "1000000000000"}, 2, "the session would need"},
       {"serve_ctx_40000000", "none", run, {"{C}", "--serve", "--port", "0", "--ctx", "40000000"}, 2, "--ctx 40000000: more than the model's"},
-      {"serve_chunk_memory", "c_no_max_positions", run, {"{C}", "--serve", "--port", "0", "--ctx", "1000000000"}, 2, "the session would need"},
+      {"serve_chunk_memory", "c_no_max_positions", run, {"{C}", "--serve", "--port", "0", "--ctx", "1000000000"}, 2, "--parallel 4 x --ctx 1000000000: 4 sequences of"},
       // --ctx holds in every mode
       {"run_ctx_ids", "none", run, {"{C}", "--ctx", "1", "--ids", "1,2,3,4"}, 2, "--ids: 4 ids, more than --ctx 1"},
       {"run_ctx_prompt_ids", "none", run, {"{C}", "--ctx", "2", "--prompt-ids", "1,2,3"}, 2, "--prompt-ids: 3 ids, more than --ctx 2"},

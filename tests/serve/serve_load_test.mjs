@@ -9,7 +9,10 @@ import { APIError, rssKiB, startServer } from "./serve_fixture.mjs";
 
 let srv, client;
 before(async () => {
-  srv = await startServer(["--queue", "4", "--ctx", "1024"]);
+  // A small state-cache budget: the store keeps every conversation's
+  // checkpoints up to --state-cache-gb, so the warm-up fills it and the
+  // resident set must then stay flat (the bound is the flag, not luck).
+  srv = await startServer(["--queue", "4", "--ctx", "1024", "--state-cache-gb", "0.02"]);
   client = srv.client();
 });
 after(async () => {
