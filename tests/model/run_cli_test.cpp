@@ -72,36 +72,6 @@ int32_t firstPrediction(const std::string& dir, const std::vector<int32_t>& prom
   return first;
 }
 
-// A copy of `src` whose lm_head row for `target` is twice the row of the
-// token the model predicts first, so the model predicts `target` instead
-// (2·l > l for the positive top logit).
-std::string containerPredicting(const std::string& src, int32_t firstToken, int32_t target, const std::string& tag) {
-  const std::string dir = freshDir(tag) + "/c";
-  fs::copy(src, dir, fs::copy_options::recursive);
-  for (const auto& e : fs::directory_iterator(dir)) {
-    if (e.path().extension() != ".safetensors") continue;
-    const auto f = k3::SafetensorsFile::open(e.path().string(), k3::SafetensorsFile::Access::HeaderOnly);
-    for (const auto& t : f.tensors()) {
-      if (t.name.size() < 14 || t.name.compare(t.name.size() - 14, 14, "lm_head.weight") != 0) continue;
-      EXPECT_EQ(t.dtype, k3::Dtype::BF16);
-      const uint64_t D = t.shape[1], base = f.dataOffset() + t.begin;
-      std::fstream io(e.path(), std::ios::in | std::ios::out | std::ios::binary);
-      std::vector<uint16_t> row(D);
-      io.seekg(static_cast<std::streamoff>(base + static_cast<uint64_t>(firstToken) * D * 2));
-      io.read(reinterpret_cast<char*>(row.data()), static_cast<std::streamsize>(D * 2));
-      for (auto& h : row) {
-        const uint16_t exp = (h >> 7) & 0xff;
-        if (exp != 0 && exp < 0xfe) h = static_cast<uint16_t>(h + 0x80);  // ×2, exact
-      }
-      io.seekp(static_cast<std::streamoff>(base + static_cast<uint64_t>(target) * D * 2));
-      io.write(reinterpret_cast<const char*>(row.data()), static_cast<std::streamsize>(D * 2));
-      return dir;
-    }
-  }
-  ADD_FAILURE() << "no lm_head.weight in " << src;
-  return dir;
-}
-
 // -p's prompt as k3-run builds it: the config's BOS, then the text.
 std::vector<int32_t> rawPrompt(const std::string& dir, const std::string& text) {
   const auto tok = k3::tok::Tokenizer::fromDirectory(dir);

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "k3/io/error.h"
+#include "k3/tok/chat_output_marker.h"
 #include "k3/tok/chat_request.h"
 #include "k3/tok/python_json.h"
 #include "k3/tok/xtml_specials.h"
@@ -27,17 +28,6 @@ constexpr std::string_view kRawJsonRule =
     "Your response must be raw JSON data without markdown code blocks (```json) or any additional formatting.";
 
 using Attrs = std::vector<std::pair<std::string_view, std::string_view>>;
-
-// escape(v): & first, then "; nothing else (spec §7.6).
-std::string escapeAttribute(std::string_view v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '&') out += "&amp;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
-  }
-  return out;
-}
 
 // Python str.strip() for the internal bodies (their ends are ASCII here).
 std::string_view strip(std::string_view s) {

@@ -38,6 +38,16 @@ std::string MarkerHeader::describe(bool open) const {
   return out;
 }
 
+std::string escapeAttribute(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '&') out += "&amp;";
+    else if (c == '"') out += "&quot;";
+    else out += c;
+  }
+  return out;
+}
+
 std::optional<std::string> unescapeAttribute(std::string_view value, std::string& badEntity) {
   std::string out;
   for (size_t i = 0; i < value.size(); ++i) {

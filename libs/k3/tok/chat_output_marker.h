@@ -21,7 +21,11 @@ struct MarkerHeader {
   std::string describe(bool open) const;
 };
 
-// The inverse of the encoder's escape(): "&quot;" -> '"', then "&amp;" -> '&'
+// An XTML attribute value (spec §7.6): `&` -> `&amp;`, then `"` -> `&quot;`;
+// nothing else. The chat encoder and the grammar's call syntax both write it.
+std::string escapeAttribute(std::string_view v);
+
+// The inverse of escapeAttribute(): "&quot;" -> '"', then "&amp;" -> '&'
 // (one left-to-right pass gives the same result). Any other '&' sequence is
 // refused: returns nullopt and sets `badEntity` to the offending text.
 std::optional<std::string> unescapeAttribute(std::string_view value, std::string& badEntity);

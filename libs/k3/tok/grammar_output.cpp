@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "k3/io/error.h"
+#include "k3/tok/chat_output_marker.h"
 #include "k3/tok/grammar_schema.h"
 #include "k3/tok/json_value.h"
 
@@ -80,7 +81,7 @@ std::shared_ptr<const Grammar> chatOutputGrammar(const ChatRequest& req) {
     std::vector<uint32_t> alts;
     for (size_t i = 0; i < req.tools.size(); ++i) {
       if (req.toolChoice == ToolChoice::Named && req.tools[i].name != req.toolChoiceName) continue;
-      const std::string open = "\x01" "call tool=\"" + plain(xtmlEscape(req.tools[i].name)) + "\" index=\"" + std::to_string(index) + "\"\x03";
+      const std::string open = "\x01" "call tool=\"" + plain(escapeAttribute(req.tools[i].name)) + "\" index=\"" + std::to_string(index) + "\"\x03";
       alts.push_back(g->seq({marked(*g, open), argsOf(i), marked(*g, "\x02" "call\x03")}));
     }
     return g->choice(std::move(alts));

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "k3/io/error.h"
+#include "k3/tok/chat_output_marker.h"
 #include "k3/tok/python_json.h"
 
 namespace k3::tok {
@@ -80,15 +81,6 @@ const JsonValue& trueSchema() {
 
 }  // namespace
 
-std::string xtmlEscape(std::string_view v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '&') out += "&amp;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
-  }
-  return out;
-}
 
 struct SchemaCompiler::Shape {
   bool any = false;                // no constraint at all
@@ -378,7 +370,7 @@ uint32_t SchemaCompiler::xtmlArguments(const JsonValue& parameters) {
   const uint32_t closeArg = g_.literal(std::vector<std::vector<uint16_t>>{Syms{}.sym(kSymClose).bytes("argument").sym(kSymSep).s});
   for (const auto& [key, schema] : props) {
     const uint32_t open = g_.literal(std::vector<std::vector<uint16_t>>{
-        Syms{}.sym(kSymOpen).bytes("argument key=\"").bytes(xtmlEscape(key)).bytes("\" type=\"").s});
+        Syms{}.sym(kSymOpen).bytes("argument key=\"").bytes(escapeAttribute(key)).bytes("\" type=\"").s});
     const uint32_t member = g_.seq({open, xtmlTypedValue(*schema, ".properties." + key), closeArg});
     const bool req = std::find(sh.required.begin(), sh.required.end(), key) != sh.required.end();
     parts.push_back(req ? member : g_.choice({member, empty()}));

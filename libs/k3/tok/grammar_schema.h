@@ -66,7 +66,5 @@ class SchemaCompiler {
   uint32_t ws_ = UINT32_MAX, any_ = UINT32_MAX, anyObject_ = UINT32_MAX, empty_ = UINT32_MAX;
 };
 
-// `&` -> `&amp;`, `"` -> `&quot;` (an XTML attribute value, spec §7.6).
-std::string xtmlEscape(std::string_view v);
 
 }  // namespace k3::tok
