@@ -18,7 +18,7 @@ bool sane(const k3::serve::GenerationParams& p, size_t vocab) {
   for (const auto& [id, b] : q.logitBias)
     if (id < 0 || static_cast<size_t>(id) >= vocab || !(b >= -100.0f && b <= 100.0f)) return false;
   return q.presencePenalty >= -2.0f && q.presencePenalty <= 2.0f && q.frequencyPenalty >= -2.0f &&
-         q.frequencyPenalty <= 2.0f && q.repetitionPenalty > 0.0f && p.sampling.minP >= 0.0f && p.sampling.minP <= 1.0f &&
+         q.frequencyPenalty <= 2.0f && q.repetitionPenalty >= k3::model::kMinRepetitionPenalty && p.sampling.minP >= 0.0f && p.sampling.minP <= 1.0f &&
          p.sampling.topK >= 0 && p.topLogprobs <= k3::model::kMaxTopLogprobs && (p.logprobs || p.topLogprobs == 0);
 }
 }  // namespace

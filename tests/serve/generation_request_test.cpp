@@ -86,6 +86,9 @@ TEST(GenerationRequest, RefusalsNameTheField) {
       {"{" + kUser + R"(,"frequency_penalty":2.5})", "frequency_penalty", ""},
       {"{" + kUser + R"(,"presence_penalty":-3})", "presence_penalty", ""},
       {"{" + kUser + R"(,"repetition_penalty":0})", "repetition_penalty", ""},
+      // 3e-60 is > 0 as a double but 0 as the float that is used (found by serve_request_fuzz)
+      {"{" + kUser + R"(,"repetition_penalty":3e-60})", "repetition_penalty", ""},
+      {"{" + kUser + R"(,"repetition_penalty":0.009})", "repetition_penalty", ""},
       {"{" + kUser + R"(,"min_p":1.5})", "min_p", ""},
       {"{" + kUser + R"(,"logit_bias":{"x1":5}})", "logit_bias", ""},
       {"{" + kUser + R"(,"logit_bias":{"-1":5}})", "logit_bias", ""},

@@ -10,9 +10,9 @@ void checkLogitProcessorOptions(const LogitProcessorOptions& o, size_t vocabSize
     fail(ErrorKind::Usage, "--presence-penalty ", o.presencePenalty, ": must be a number in [-2, 2] (0 = off)");
   if (!(o.frequencyPenalty >= -kMaxPenalty && o.frequencyPenalty <= kMaxPenalty))
     fail(ErrorKind::Usage, "--frequency-penalty ", o.frequencyPenalty, ": must be a number in [-2, 2] (0 = off)");
-  if (!(o.repetitionPenalty > 0.0f && o.repetitionPenalty <= kMaxRepetitionPenalty))
-    fail(ErrorKind::Usage, "--repeat-penalty ", o.repetitionPenalty, ": must be a number in (0, ",
-         kMaxRepetitionPenalty, "] (1 = off)");
+  if (!(o.repetitionPenalty >= kMinRepetitionPenalty && o.repetitionPenalty <= kMaxRepetitionPenalty))
+    fail(ErrorKind::Usage, "--repeat-penalty ", o.repetitionPenalty, ": must be a number in [", kMinRepetitionPenalty,
+         ", ", kMaxRepetitionPenalty, "] (1 = off)");
   for (const auto& [id, b] : o.logitBias) {
     if (id < 0 || static_cast<size_t>(id) >= vocabSize)
       fail(ErrorKind::Usage, "--logit-bias ", id, ": not a token id of this model (vocabulary ", vocabSize, ")");

@@ -22,7 +22,7 @@ namespace k3::model {
 struct LogitProcessorOptions {
   float presencePenalty = 0.0f;    // [-2, 2]
   float frequencyPenalty = 0.0f;   // [-2, 2]
-  float repetitionPenalty = 1.0f;  // (0, kMaxRepetitionPenalty]; 1 = off
+  float repetitionPenalty = 1.0f;  // [kMinRepetitionPenalty, kMaxRepetitionPenalty]; 1 = off
   std::vector<std::pair<int32_t, float>> logitBias{};  // id → added, one entry per id
   bool active() const {
     return presencePenalty != 0.0f || frequencyPenalty != 0.0f || repetitionPenalty != 1.0f || !logitBias.empty();
@@ -31,6 +31,9 @@ struct LogitProcessorOptions {
 
 inline constexpr float kMaxPenalty = 2.0f;  // |presence|, |frequency| (OpenAI's range)
 inline constexpr float kMaxRepetitionPenalty = 100.0f;
+// 1/max: a factor that small would blow finite logits up to infinity (and a
+// tiny double sent to the API rounds to 0 as a float).
+inline constexpr float kMinRepetitionPenalty = 1.0f / kMaxRepetitionPenalty;
 inline constexpr float kMaxLogitBias = 100.0f;  // |bias| (OpenAI's range)
 
 // Throws Usage naming the flag (--presence-penalty, ...) and the value when

@@ -102,9 +102,11 @@ bool readCommon(const std::string& key, element v, GenerationParams& p, const Re
   } else if (key == "frequency_penalty") {
     p.processing.frequencyPenalty = static_cast<float>(readNumber(v, key, -model::kMaxPenalty, model::kMaxPenalty));
   } else if (key == "repetition_penalty") {
-    const double r = readNumber(v, key, 0.0, model::kMaxRepetitionPenalty);
-    if (r <= 0.0) invalidRequest(key, "'repetition_penalty' must be > 0 (1 = off)");
-    p.processing.repetitionPenalty = static_cast<float>(r);
+    // The float is what is used and checked: a tiny double rounds to 0.
+    const float r = static_cast<float>(readNumber(v, key, 0.0, model::kMaxRepetitionPenalty));
+    if (!(r >= model::kMinRepetitionPenalty))
+      invalidRequest(key, "'repetition_penalty' must be in [0.01, 100] (1 = off)");
+    p.processing.repetitionPenalty = r;
   } else if (key == "logit_bias") {
     p.processing.logitBias = readLogitBias(v, limits);
   } else if (key == "cache_prompt" || key == "length_penalty") {
