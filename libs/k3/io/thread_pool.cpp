@@ -94,9 +94,11 @@ void ThreadPool::workerLoop(size_t tid) {
     if (seen & 1) {
       // Joinable: enter, then check the job still takes workers (the caller
       // stops taking them, then counts who entered: one of the two sees the
-      // other's write) and is still the one seen.
+      // other's write) and is the one seen. The job's own generation is
+      // published before it takes workers, so a worker that saw an older job
+      // cannot enter the next one early (and then again once woken by it).
       joined_.fetch_add(1, std::memory_order_seq_cst);
-      if (accepting_.load(std::memory_order_seq_cst) && generation_.load(std::memory_order_seq_cst) == seen &&
+      if (accepting_.load(std::memory_order_seq_cst) && joinableGeneration_.load(std::memory_order_seq_cst) == seen &&
           tid < joinableThreads_)
         (*job_)(tid, joinableThreads_);
       if (joined_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
@@ -119,10 +121,12 @@ void ThreadPool::runJoinable(FunctionRef<void(size_t, size_t)> fn, size_t thread
   if (threads == 1) return fn(0, 1);
   job_ = &fn;
   joinableThreads_ = threads;
+  const uint64_t gen = (generation_.load(std::memory_order_relaxed) | 1) + 2;
+  joinableGeneration_.store(gen, std::memory_order_seq_cst);
   accepting_.store(true, std::memory_order_seq_cst);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    generation_.store((generation_.load(std::memory_order_relaxed) | 1) + 2, std::memory_order_seq_cst);
+    generation_.store(gen, std::memory_order_seq_cst);
   }
   wake_.notify_all();
   fn(0, threads);

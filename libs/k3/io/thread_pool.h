@@ -119,6 +119,7 @@ class ThreadPool {
   std::atomic<size_t> pending_{0};  // run(): workers not finished yet
   // runJoinable(): the job still takes workers; how many are inside it; its thread count.
   std::atomic<bool> accepting_{false};
+  std::atomic<uint64_t> joinableGeneration_{0};  // the joinable job's generation, set before accepting_
   std::atomic<size_t> joined_{0};
   size_t joinableThreads_ = 0;
   std::atomic<bool> stop_{false};
