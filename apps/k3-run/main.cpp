@@ -42,6 +42,7 @@
 #include "k3/model/teacher_forcing.h"
 #include "k3/serve/engine.h"
 #include "k3/serve/http_server.h"
+#include "k3/serve/state_directory.h"
 #include "k3/serve/stop_signal.h"
 #include "k3/tok/chat_output_message.h"
 #include "k3/tok/chat_request.h"
@@ -169,6 +170,8 @@ void checkContext(const Args& a, const ModelConfig& c, size_t ctx) {
   if (a.serve) {  // --parallel sequences, --batch-tokens rows per step
     r.parallel = a.srv.engine.parallel;
     if (a.srv.engine.batchTokens) r.chunk = a.srv.engine.batchTokens;
+    const auto& cache = a.srv.engine.stateCache;  // the RAM tier, and as much again queued for the directory
+    r.stateCacheBytes = cache.ramBytes * (cache.dir.empty() ? 1 : 2);
   }
   r.threads = a.threads ? a.threads : std::max(1u, std::thread::hardware_concurrency());
   r.ctxGiven = a.ctxGiven;
@@ -251,6 +254,8 @@ int serveMain(Args a) {
   if (!(a.stateCacheGb >= 0) || !(a.stateCacheDiskGb >= 0))
     fail(ErrorKind::Usage, "--state-cache-gb ", a.stateCacheGb, " / --state-cache-disk-gb ", a.stateCacheDiskGb,
          ": must be 0 or more");
+  if (a.srv.engine.stateCache.ramBytes > 0 && !a.srv.engine.stateCache.dir.empty())
+    k3::serve::StateDirectory::checkUsable(a.srv.engine.stateCache.dir);  // before the model loads
   a.srv.samplingDefaults = readGenerationDefaults(a.dir).sampling;  // what a request without the fields gets
   a.srv.engine.logBatches = true;
   if (a.srv.engine.parallel == 0) fail(ErrorKind::Usage, "--parallel 0: must be at least 1");

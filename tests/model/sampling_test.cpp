@@ -268,6 +268,23 @@ TEST(ModelContextLimits, RefusesPastTheModelAndTheMemoryWithTheBytesNeeded) {
   EXPECT_EQ(parallelMessage(4, need + 3 * perSequence), "ok");
   EXPECT_EQ(parallelMessage(4, need + 3 * perSequence - 1).rfind("--parallel 4 x --ctx 100000: 4 sequences of ", 0), 0u)
       << parallelMessage(4, need + 3 * perSequence - 1);
+  // --serve's state checkpoints (the RAM tier and the queue to the disk
+  // tier) count too, named by their flag when they are what does not fit.
+  auto cacheMessage = [&](uint64_t cacheBytes, uint64_t memory) {
+    try {
+      k3::model::ContextRequest r{100000, 128, 1, true, 4};
+      r.stateCacheBytes = cacheBytes;
+      k3::model::checkContextLimits(c, r, memory);
+    } catch (const ::k3::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("ok");
+  };
+  const uint64_t sessions = need + 3 * perSequence;
+  EXPECT_EQ(cacheMessage(uint64_t{2} << 30, sessions + (uint64_t{2} << 30)), "ok");
+  EXPECT_EQ(cacheMessage(uint64_t{2} << 30, sessions + (uint64_t{2} << 30) - 1).rfind("--state-cache-gb: up to 2.0 GiB of checkpoints in RAM", 0), 0u)
+      << cacheMessage(uint64_t{2} << 30, sessions + (uint64_t{2} << 30) - 1);
+  EXPECT_EQ(cacheMessage(uint64_t{2} << 30, sessions - 1).rfind("--parallel 4 x --ctx 100000", 0), 0u);
   {  // the per-sequence bytes are what a SequenceState holds
     k3::model::SequenceState s(c, 1000);
     uint64_t held = s.lastLogits.size() * 4 + s.tokens.capacity() * 4;

@@ -7,6 +7,9 @@
 // stream leaves its slot at once while the others go on unchanged.
 import test, { after, before } from "node:test";
 import assert from "node:assert/strict";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { startServer, tinyContainer } from "./serve_fixture.mjs";
 
 let srv, client;
@@ -114,4 +117,17 @@ test("--parallel x --ctx that does not fit is one line naming the sizes; --paral
   const many = run(["--parallel", "100000"]);
   assert.equal(many.status, 2, many.stderr);
   assert.match(many.stderr, /--parallel/);
+  // The state cache's RAM (its tier, and as much again queued for the
+  // directory) is part of the start check; a bad directory is refused
+  // before the model is even opened (here: a model path that is not one).
+  const cache = run(["--state-cache-gb", "100000"]);
+  assert.equal(cache.status, 2, cache.stderr);
+  assert.match(cache.stderr.trim(), /^k3-run: --state-cache-gb: up to [\d.]+ GiB of checkpoints in RAM .* more than this machine's [\d.]+ GiB$/);
+  const notDir = path.join(os.tmpdir(), `k3-state-file-${process.pid}`);
+  fs.writeFileSync(notDir, "a file, not a directory");
+  const badDir = spawnSync(K3_RUN, [path.join(os.tmpdir(), "no-such-model"), "--serve", "--port", "0", "--state-cache-dir", notDir],
+                           { encoding: "utf8", timeout: 60000 });
+  fs.rmSync(notDir);
+  assert.equal(badDir.status, 2, badDir.stderr);
+  assert.equal(badDir.stderr, `k3-run: --state-cache-dir ${notDir}: not a directory\n`);
 });

@@ -1,6 +1,7 @@
 #include "k3/io/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "k3/io/error.h"
 
@@ -12,10 +13,14 @@ namespace k3 {
 
 namespace {
 
-// ~20 µs of polling (a pause is ~10–40 ns depending on the core), then a
-// few yields: when threads outnumber free cores, the thread being waited for
-// is the one that needs the CPU.
-constexpr int kSpinIterations = 1024;
+// Polling for up to kSpinTime, then a few yields: a decode step is a few
+// hundred fork-joins, and on a small model one token is ~100 µs with only
+// its largest steps split, so a worker that slept between them (a futex wake
+// costs tens of µs on a VM) made the default thread count slower than one.
+// The yields serve the case where threads outnumber free cores: the thread
+// being waited for is the one that needs the CPU.
+constexpr auto kSpinTime = std::chrono::microseconds(200);
+constexpr int kPollsPerClockRead = 64;
 constexpr int kYieldIterations = 32;
 
 inline void cpuRelax() {
@@ -27,10 +32,13 @@ inline void cpuRelax() {
 // Polls `ready` for a while; true if it became true.
 template <typename Ready>
 bool spinUntil(Ready ready) {
-  for (int i = 0; i < kSpinIterations; ++i) {
-    if (ready()) return true;
-    cpuRelax();
-  }
+  const auto end = std::chrono::steady_clock::now() + kSpinTime;
+  do {
+    for (int i = 0; i < kPollsPerClockRead; ++i) {
+      if (ready()) return true;
+      cpuRelax();
+    }
+  } while (std::chrono::steady_clock::now() < end);
   for (int i = 0; i < kYieldIterations; ++i) {
     if (ready()) return true;
     std::this_thread::yield();

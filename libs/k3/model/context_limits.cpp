@@ -62,7 +62,13 @@ void checkContextLimits(const ModelConfig& c, const ContextRequest& r, uint64_t 
   // Every sequence beyond the first holds its own state at ctx (and a row of logits).
   const uint64_t perSequence = SequenceState::bytesFor(c, r.ctx) + uint64_t(c.vocabSize) * kFloat;
   const size_t parallel = r.parallel ? r.parallel : 1;
-  const uint64_t need = sessionBytesEstimate(c, r.ctx, chunk, r.threads) + (parallel - 1) * perSequence;
+  const uint64_t sessions = sessionBytesEstimate(c, r.ctx, chunk, r.threads) + (parallel - 1) * perSequence;
+  const uint64_t need = sessions + r.stateCacheBytes;
+  if (need > memoryBytes && r.stateCacheBytes > 0 && sessions <= memoryBytes)
+    fail(ErrorKind::Usage, "--state-cache-gb: up to ", gib(r.stateCacheBytes),
+         " of checkpoints in RAM (with --state-cache-dir, the tier and as much again queued for it) beside ",
+         gib(sessions), " for ", parallel, " sequences at ", ctxName, " ", r.ctx, " would need ", gib(need),
+         ", more than this machine's ", gib(memoryBytes));
   if (need > memoryBytes && parallel > 1)
     fail(ErrorKind::Usage, "--parallel ", parallel, " x ", ctxName, " ", r.ctx, ": ", parallel, " sequences of ",
          gib(perSequence), " each (with --batch-tokens ", chunk, ") would need ", gib(need),

@@ -26,12 +26,16 @@ struct ContextRequest {
   size_t threads = 1;
   bool ctxGiven = true;  // named in errors as --ctx (else "the context")
   size_t parallel = 1;   // sequences held at once, each with its state at ctx (--serve's --parallel)
+  // --serve's state checkpoints in RAM at most: the --state-cache-gb tier
+  // plus as much again waiting for the disk writer (state_directory.h).
+  uint64_t stateCacheBytes = 0;
 };
 
 // Throws Usage naming --ctx / --chunk: ctx or chunk 0, more than
 // max_position_embeddings (when the config has it), or an estimate above
 // `memoryBytes` (the message says how much it would need; with parallel > 1
-// it names --parallel × --ctx and one sequence's bytes).
+// it names --parallel × --ctx and one sequence's bytes; with a state cache,
+// --state-cache-gb and its share).
 void checkContextLimits(const ModelConfig& c, const ContextRequest& r, uint64_t memoryBytes);
 
 }  // namespace k3::model

@@ -56,14 +56,18 @@ StateDirectory::StateDirectory(std::string dir, uint64_t diskBudget, uint64_t pe
                                StateShape shape, Log log)
     : dir_(std::move(dir)), diskBudget_(diskBudget), pendingBudget_(pendingBudget), container_(container),
       shape_(std::move(shape)), log_(std::move(log)) {
-  if (::mkdir(dir_.c_str(), 0755) != 0 && errno != EEXIST)
-    fail(ErrorKind::Usage, "--state-cache-dir ", dir_, ": cannot create: ", std::strerror(errno));
-  struct stat st {};
-  if (::stat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    fail(ErrorKind::Usage, "--state-cache-dir ", dir_, ": not a directory");
-  if (::access(dir_.c_str(), W_OK | X_OK) != 0)
-    fail(ErrorKind::Usage, "--state-cache-dir ", dir_, ": not writable: ", std::strerror(errno));
+  checkUsable(dir_);
   thread_ = std::thread([this] { writer(); });
+}
+
+void StateDirectory::checkUsable(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    fail(ErrorKind::Usage, "--state-cache-dir ", dir, ": cannot create: ", std::strerror(errno));
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    fail(ErrorKind::Usage, "--state-cache-dir ", dir, ": not a directory");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    fail(ErrorKind::Usage, "--state-cache-dir ", dir, ": not writable: ", std::strerror(errno));
 }
 
 StateDirectory::~StateDirectory() {

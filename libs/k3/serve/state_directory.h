@@ -39,6 +39,10 @@ class StateDirectory {
   StateDirectory(std::string dir, uint64_t diskBudget, uint64_t pendingBudget, Sha256Digest container,
                  StateShape shape, Log log);
   ~StateDirectory();  // writes what is queued, then stops
+  // What the constructor checks first (creates `dir` if missing, else
+  // throws Usage naming it): for k3-run to refuse a bad --state-cache-dir in
+  // milliseconds, before it maps and loads the model.
+  static void checkUsable(const std::string& dir);
   StateDirectory(const StateDirectory&) = delete;
   StateDirectory& operator=(const StateDirectory&) = delete;
 
