@@ -56,7 +56,11 @@ struct I8Q8Rows {
     };
     size_t g = 0;
     for (; g + 2 <= groups; g += 2) {
-      _mm_prefetch(reinterpret_cast<const char*>(p + kQ8Group * g + kPrefetchAhead), _MM_HINT_T0);
+      // One vector (decode): non-temporal, further ahead (matmul_driver.h).
+      if constexpr (NV == 1)
+        _mm_prefetch(reinterpret_cast<const char*>(p + kQ8Group * g + kStreamAhead), _MM_HINT_NTA);
+      else
+        _mm_prefetch(reinterpret_cast<const char*>(p + kQ8Group * g + kPrefetchAhead), _MM_HINT_T0);
       group(g, 0);
       group(g + 1, 1);
     }

@@ -134,11 +134,16 @@ struct I8SetRows {
       const size_t ng = std::min(kSetGroups, groups - kSetGroups * s);
       __m512i w[4];
       // Batches prefetch 2 KiB ahead (the matrix streams from DRAM once per
-      // chunk); one vector (decode) leaves it to the hardware prefetcher,
-      // faster there on this host (MatvecQ8 I8Row from DRAM: 25 GB/s
-      // without, 10 with, one thread).
-      if constexpr (NV > 1)
+      // chunk). One vector (decode) prefetches non-temporally kStreamAhead
+      // (8 KiB) ahead: with the hardware prefetcher alone it reached 0.55-0.7
+      // of a plain read's bandwidth on Zen 5, with this 0.8-0.95 (MatvecQ8
+      // I8Row, 2 threads: 37.5 -> 55-58 GB/s beside StreamRead 64-71; a T0
+      // prefetch 2 KiB ahead had cost it more than half on Zen 4).
+      if constexpr (NV > 1) {
         for (int l = 0; l < 4; ++l) __builtin_prefetch(p + kQ8Group * kSetGroups * s + kPrefetchAhead + 64 * l);
+      } else {
+        for (int l = 0; l < 4; ++l) __builtin_prefetch(p + kQ8Group * kSetGroups * s + kStreamAhead + 64 * l, 0, 0);
+      }
       loadTransposed4(p + kQ8Group * kSetGroups * s, kQ8Group * ng, w);
       __m512i corr = _mm512_dpbusd_epi32(zero, c128, w[0]);
       corr = _mm512_dpbusd_epi32(corr, c128, w[1]);

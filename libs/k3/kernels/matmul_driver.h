@@ -31,6 +31,9 @@ using RelaidActivations = StackOrHeap<int8_t, StackBytes>;
 // measured +10-20 % from DRAM (quant_bench MatvecQ8, 1 and 2 threads;
 // 512 B-4 KiB tried).
 constexpr size_t kPrefetchAhead = 2048;
+// One vector (decode) streams each matrix once from DRAM: its kernels
+// prefetch non-temporally this far ahead (see act_q8_i8_avx512.cpp).
+constexpr size_t kStreamAhead = 8192;
 
 // Kernel must provide: template <int NV> void row(size_t r, size_t v0, float* out) const;
 // computing out[j] = result of row r for vector v0 + j, j < NV.

@@ -34,12 +34,22 @@ inline float reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
 // waited on their loads (608 x 768 BF16, 64 vectors: 29.6 -> 46 G MAC/s;
 // eight vectors a row at a time ran no faster than before). One vector
 // (decode, from DRAM) goes a row at a time: pairs halved its rate there.
+// One vector streams its matrix from DRAM once: the hardware prefetcher
+// alone left the int8 IDOT matvec at 0.55-0.7 of a plain read's bandwidth
+// on Zen 5; a non-temporal prefetch 8 KiB ahead of the row being read took
+// it to 0.8-0.95 (quant_bench MatvecQ8 I8Row, 2 threads: 37.5 -> 55-58 GB/s
+// beside StreamRead 64-71; the 2 KiB T0 prefetch of the batched path had
+// cost decode a third on Zen 4). Batches keep their own prefetch.
+inline void prefetchStream(const void* p) { __builtin_prefetch(static_cast<const char*>(p) + kStreamAhead, 0, 0); }
+
 template <class Load16>
 struct DenseRows {
   const float* X;
   size_t cols;
   Load16 load16;
   const float* rowScales;  // I8: s[row]; else nullptr
+  const uint8_t* bytes;    // the weights, elemBytes per column: what one vector prefetches
+  size_t elemBytes;
   static constexpr bool kPacksRows = false;
   static constexpr bool kPairsRows = true;
 
@@ -52,6 +62,8 @@ struct DenseRows {
     const __mmask16 all = 0xffff;
     size_t i = 0;
     for (; i + 32 <= cols; i += 32) {
+      if constexpr (NV == 1)
+        for (size_t o = 0; o < 32 * elemBytes; o += 64) prefetchStream(bytes + (r * cols + i) * elemBytes + o);
       const __m512 w0 = load16(r, i, all), w1 = load16(r, i + 16, all);
       for (int j = 0; j < NV; ++j) {
         const float* x = X + (v0 + j) * cols + i;
@@ -105,8 +117,8 @@ struct DenseRows {
 
 template <class Load16>
 void runDense(const WeightView& w, const float* X, size_t n, float* Y, size_t r0, size_t r1, Load16 load16,
-              const float* rowScales = nullptr) {
-  DenseRows<Load16> k{X, w.cols, load16, rowScales};
+              size_t elemBytes, const float* rowScales = nullptr) {
+  DenseRows<Load16> k{X, w.cols, load16, rowScales, static_cast<const uint8_t*>(w.data), elemBytes};
   runBlocked16<kDenseVecGroup>(k, n, r0, r1, w.rows, Y);
 }
 
@@ -142,6 +154,7 @@ struct NibbleRows {
     const size_t blocks = cols / 32;
     size_t b = 0;
     for (; b + 2 <= blocks; b += 2) {
+      if constexpr (NV == 1) prefetchStream(p + 16 * b);
       __m512 w[4];
       decode(p, r, b, w[0], w[1]);
       decode(p, r, b + 1, w[2], w[3]);
@@ -177,14 +190,14 @@ void matmul(const WeightView& w, const float* X, size_t n, float* Y, size_t r0, 
       const float* d = static_cast<const float*>(w.data);
       return runDense(w, X, n, Y, r0, r1, [d, cols](size_t r, size_t i, __mmask16 m) {
         return _mm512_maskz_loadu_ps(m, d + r * cols + i);
-      });
+      }, 4);
     }
     case WeightFormat::BF16: {
       const uint16_t* d = static_cast<const uint16_t*>(w.data);
       return runDense(w, X, n, Y, r0, r1, [d, cols](size_t r, size_t i, __mmask16 m) {
         __m512i h = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, d + r * cols + i));
         return _mm512_castsi512_ps(_mm512_slli_epi32(h, 16));
-      });
+      }, 2);
     }
     case WeightFormat::I8Row: {
       const int8_t* d = static_cast<const int8_t*>(w.data);
@@ -194,7 +207,7 @@ void matmul(const WeightView& w, const float* X, size_t n, float* Y, size_t r0, 
           [d, cols](size_t r, size_t i, __mmask16 m) {
             return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, d + r * cols + i)));
           },
-          s);
+          1, s);
     }
     case WeightFormat::I4G64: {
       const float* s = static_cast<const float*>(w.scales);
