@@ -237,6 +237,26 @@ void BM_MatmulQ8(benchmark::State& state, WeightFormat f, kernels::Isa isa) {
       double(state.iterations()) * double(n) * double(w.rows * w.cols), benchmark::Counter::kIsRate);
 }
 
+// Batched decode (continuous batching: one row per conversation): n = 2-8
+// vectors through 256 MiB of weights from DRAM, rows split over the
+// threads. GB/s of weight bytes; the ideal is a plain read's rate.
+void BM_MatmulQ8Stream(benchmark::State& state, WeightFormat f, kernels::Isa isa) {
+  if (skipUnsupported(state, isa)) return;
+  WeightView w = viewFor(f, kWeightBytes);
+  const size_t n = size_t(state.range(0));
+  size_t r0, r1;
+  rowShare(state, w.rows, r0, r1);
+  std::vector<int8_t> xq(n * kCols);
+  std::vector<float> xs(n * kCols / 32), Y(n * w.rows);
+  quantizeActivationsQ8_32(pool().x.data(), n * kCols, xq.data(), xs.data());
+  for (auto _ : state) {
+    matmulQ8(isa, w, xq.data(), xs.data(), n, Y.data(), r0, r1);
+    benchmark::DoNotOptimize(Y.data());
+  }
+  const double frac = double(r1 - r0) / double(w.rows);
+  state.SetBytesProcessed(int64_t(double(state.iterations()) * double(weightDataBytes(w) + weightScaleBytes(w)) * frac));
+}
+
 // A `f` view of range(0) rows x range(1) columns and range(2) vectors.
 struct Shape {
   WeightView w;
@@ -418,6 +438,11 @@ void registerAll() {
       benchmark::RegisterBenchmark((std::string("MatmulQ8/") + weightFormatName(f) + "/" + kernels::isaName(isa)).c_str(),
                                    BM_MatmulQ8, f, isa)
           ->Arg(1)->Arg(4)->Arg(16)->UseRealTime()->Unit(benchmark::kMillisecond);
+  for (kernels::Isa isa : {kernels::Isa::Avx2, kernels::Isa::Avx512})
+    for (WeightFormat f : {WeightFormat::MXFP4, WeightFormat::I8Row})
+      benchmark::RegisterBenchmark((std::string("MatmulQ8Stream/") + weightFormatName(f) + "/" + kernels::isaName(isa)).c_str(),
+                                   BM_MatmulQ8Stream, f, isa)
+          ->Arg(2)->Arg(4)->Arg(8)->Threads(2)->UseRealTime()->Unit(benchmark::kMillisecond);
   for (kernels::Isa isa : {kernels::Isa::Scalar, kernels::Isa::Avx2}) {
     std::string s = kernels::isaName(isa);
     benchmark::RegisterBenchmark(("QuantizeInt8Rows/" + s).c_str(), BM_QuantizeInt8, isa)

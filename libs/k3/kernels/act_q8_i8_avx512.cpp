@@ -73,6 +73,11 @@ struct I8SetRows {
   static constexpr bool kPacksRows = false;
   static constexpr bool kPairsRows = true;
 
+  // Both prefetch non-temporally kStreamAhead ahead for any number of
+  // vectors: from DRAM (continuous batching's decode, one row per
+  // conversation; quant_bench MatmulQ8Stream I8Row, 2 threads) n = 2 went
+  // 33 -> 48 GB/s and n = 4 29 -> 37 against the 2 KiB T0 prefetch, prefill
+  // chunks from cache (MatmulQ8 I8Row 4 and 16) the same or faster.
   // Rows r and r + 1 at once: each activation load serves both (the loads,
   // not the vpdpbusd, bound one row at a time); each row's operations and
   // their order are row()'s, so its bits are too. Not for one vector: a
@@ -94,8 +99,8 @@ struct I8SetRows {
         const size_t ng = std::min(kSetGroups, groups - kSetGroups * s);
         __m512i w0[4], w1[4];
         for (int l = 0; l < 4; ++l) {
-          __builtin_prefetch(p0 + kQ8Group * kSetGroups * s + kPrefetchAhead + 64 * l);
-          __builtin_prefetch(p1 + kQ8Group * kSetGroups * s + kPrefetchAhead + 64 * l);
+          __builtin_prefetch(p0 + kQ8Group * kSetGroups * s + kStreamAhead + 64 * l, 0, 0);
+          __builtin_prefetch(p1 + kQ8Group * kSetGroups * s + kStreamAhead + 64 * l, 0, 0);
         }
         loadTransposed4(p0 + kQ8Group * kSetGroups * s, kQ8Group * ng, w0);
         loadTransposed4(p1 + kQ8Group * kSetGroups * s, kQ8Group * ng, w1);
@@ -133,17 +138,12 @@ struct I8SetRows {
     for (size_t s = 0; s < sets; ++s) {
       const size_t ng = std::min(kSetGroups, groups - kSetGroups * s);
       __m512i w[4];
-      // Batches prefetch 2 KiB ahead (the matrix streams from DRAM once per
-      // chunk). One vector (decode) prefetches non-temporally kStreamAhead
-      // (8 KiB) ahead: with the hardware prefetcher alone it reached 0.55-0.7
-      // of a plain read's bandwidth on Zen 5, with this 0.8-0.95 (MatvecQ8
-      // I8Row, 2 threads: 37.5 -> 55-58 GB/s beside StreamRead 64-71; a T0
-      // prefetch 2 KiB ahead had cost it more than half on Zen 4).
-      if constexpr (NV > 1) {
-        for (int l = 0; l < 4; ++l) __builtin_prefetch(p + kQ8Group * kSetGroups * s + kPrefetchAhead + 64 * l);
-      } else {
-        for (int l = 0; l < 4; ++l) __builtin_prefetch(p + kQ8Group * kSetGroups * s + kStreamAhead + 64 * l, 0, 0);
-      }
+      // Non-temporal, kStreamAhead (8 KiB) ahead. One vector (decode) with
+      // the hardware prefetcher alone reached 0.55-0.7 of a plain read's
+      // bandwidth on Zen 5, with this 0.8-0.95 (MatvecQ8 I8Row, 2 threads:
+      // 37.5 -> 55-58 GB/s beside StreamRead 64-71; a T0 prefetch 2 KiB
+      // ahead had cost it more than half on Zen 4).
+      for (int l = 0; l < 4; ++l) __builtin_prefetch(p + kQ8Group * kSetGroups * s + kStreamAhead + 64 * l, 0, 0);
       loadTransposed4(p + kQ8Group * kSetGroups * s, kQ8Group * ng, w);
       __m512i corr = _mm512_dpbusd_epi32(zero, c128, w[0]);
       corr = _mm512_dpbusd_epi32(corr, c128, w[1]);
