@@ -217,18 +217,16 @@ struct Mxfp4G16Rows {
     for (size_t c = 0; c < chunks; ++c) {
       const size_t ng = std::min(kChunkGroups, groups - kChunkGroups * c);
       const uint8_t* pc = p + 16 * kChunkGroups * c;
-      // Batches prefetch 2 KiB ahead: an expert's matrix streams from DRAM
-      // once per chunk while several vectors' work hides the latency. One
-      // vector (decode) prefetches non-temporally kStreamAhead ahead, and
-      // the scale bytes as far in their own stream: MatvecQ8 MXFP4 from
-      // DRAM, 2 threads, 41.7-46 -> 49.5-51.8 GB/s on Zen 5 (a T0 prefetch
-      // 2 KiB ahead had cost it 40 % on Zen 4).
-      if constexpr (NV > 1) {
-        for (int l = 0; l < 4; ++l) __builtin_prefetch(pc + kPrefetchAhead + 64 * l);
-      } else {
-        for (int l = 0; l < 4; ++l) __builtin_prefetch(pc + kStreamAhead + 64 * l, 0, 0);
-        if (c % 4 == 0) __builtin_prefetch(s + kChunkGroups * c + kStreamAhead / 16, 0, 0);
-      }
+      // Non-temporal, kStreamAhead ahead, and the scale bytes as far in
+      // their own stream, for any number of vectors (an expert's matrix
+      // streams from DRAM once per step): MatvecQ8 MXFP4 from DRAM, 2
+      // threads, 41.7-46 -> 49.5-51.8 GB/s on Zen 5 (a T0 prefetch 2 KiB
+      // ahead had cost one vector 40 % on Zen 4); two vectors
+      // (MatmulQ8Stream MXFP4 2: an expert two conversations picked)
+      // 37-43 -> 48-52, prefill chunks (MatmulQ8 MXFP4 4 and 16,
+      // ExpertStreamQ8) unchanged within noise.
+      for (int l = 0; l < 4; ++l) __builtin_prefetch(pc + kStreamAhead + 64 * l, 0, 0);
+      if (c % 4 == 0) __builtin_prefetch(s + kChunkGroups * c + kStreamAhead / 16, 0, 0);
       __m512i W[8];
       __m512 sw;
       decodeChunk(pc, 16 * ng, s + kChunkGroups * c, __mmask16((1u << ng) - 1), lut, W, sw);
