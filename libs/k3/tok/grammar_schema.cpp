@@ -297,14 +297,17 @@ uint32_t SchemaCompiler::typeValue(const Shape& sh, const std::string& type, boo
   return array(sh, path);
 }
 
+uint32_t SchemaCompiler::anyOfChoice(const Shape& sh, const std::string& path,
+                                     uint32_t (SchemaCompiler::*compile)(const JsonValue&, const std::string&)) {
+  std::vector<uint32_t> alts;
+  for (size_t i = 0; i < sh.anyOf->items.size(); ++i)
+    alts.push_back((this->*compile)(sh.anyOf->items[i], path + ".anyOf[" + std::to_string(i) + "]"));
+  return g_.choice(std::move(alts));
+}
+
 uint32_t SchemaCompiler::json(const JsonValue& s, const std::string& path) {
   const Shape sh = shapeOf(s, path);
-  if (sh.anyOf) {
-    std::vector<uint32_t> alts;
-    for (size_t i = 0; i < sh.anyOf->items.size(); ++i)
-      alts.push_back(json(sh.anyOf->items[i], path + ".anyOf[" + std::to_string(i) + "]"));
-    return g_.choice(std::move(alts));
-  }
+  if (sh.anyOf) return anyOfChoice(sh, path, &SchemaCompiler::json);
   if (sh.hasValues) {
     std::vector<std::vector<uint16_t>> texts;
     for (const JsonValue* v : sh.values) texts.push_back(grammarSymbols(compactJson(*v)));
@@ -318,12 +321,7 @@ uint32_t SchemaCompiler::json(const JsonValue& s, const std::string& path) {
 
 uint32_t SchemaCompiler::xtmlTypedValue(const JsonValue& s, const std::string& path) {
   const Shape sh = shapeOf(s, path);
-  if (sh.anyOf) {
-    std::vector<uint32_t> alts;
-    for (size_t i = 0; i < sh.anyOf->items.size(); ++i)
-      alts.push_back(xtmlTypedValue(sh.anyOf->items[i], path + ".anyOf[" + std::to_string(i) + "]"));
-    return g_.choice(std::move(alts));
-  }
+  if (sh.anyOf) return anyOfChoice(sh, path, &SchemaCompiler::xtmlTypedValue);
   if (sh.hasValues) {  // type, `"`, <|sep|> and the value as one literal each
     std::vector<std::vector<uint16_t>> texts;
     for (const JsonValue* v : sh.values)

@@ -53,6 +53,9 @@ class SchemaCompiler {
   uint32_t json(const JsonValue& s, const std::string& path);
   uint32_t xtmlTypedValue(const JsonValue& s, const std::string& path);
   uint32_t typeValue(const Shape& sh, const std::string& type, bool xtml, const std::string& path);
+  // A choice of `compile` (json or xtmlTypedValue) over the schema's anyOf items.
+  uint32_t anyOfChoice(const Shape& sh, const std::string& path,
+                       uint32_t (SchemaCompiler::*compile)(const JsonValue&, const std::string&));
   uint32_t object(const Shape& sh, const std::string& path);
   uint32_t array(const Shape& sh, const std::string& path);
   uint32_t freeObject(uint32_t value);
