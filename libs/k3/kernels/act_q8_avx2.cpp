@@ -241,8 +241,8 @@ struct Q8Rows {
     size_t g = 0;
     for (size_t b = 0; b < lay.blocks8; ++b, g += 8) {
       if constexpr (NV == 1) {  // one vector (decode): non-temporal, further ahead (matmul_driver.h)
-        _mm_prefetch(reinterpret_cast<const char*>(p + 16 * g + kStreamAhead), _MM_HINT_NTA);
-        _mm_prefetch(reinterpret_cast<const char*>(p + 16 * g + 64 + kStreamAhead), _MM_HINT_NTA);
+        prefetchStream(p + 16 * g);
+        prefetchStream(p + 16 * g + 64);
       } else {
         _mm_prefetch(reinterpret_cast<const char*>(p + 16 * g + kPrefetchAhead), _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char*>(p + 16 * g + 64 + kPrefetchAhead), _MM_HINT_T0);

@@ -225,8 +225,8 @@ struct Mxfp4G16Rows {
       // (MatmulQ8Stream MXFP4 2: an expert two conversations picked)
       // 37-43 -> 48-52, prefill chunks (MatmulQ8 MXFP4 4 and 16,
       // ExpertStreamQ8) unchanged within noise.
-      for (int l = 0; l < 4; ++l) __builtin_prefetch(pc + kStreamAhead + 64 * l, 0, 0);
-      if (c % 4 == 0) __builtin_prefetch(s + kChunkGroups * c + kStreamAhead / 16, 0, 0);
+      for (int l = 0; l < 4; ++l) prefetchStream(pc + 64 * l);
+      if (c % 4 == 0) __builtin_prefetch(s + kChunkGroups * c + kStreamAhead / 16, 0, 0);  // scales: 1/16 of the bytes
       __m512i W[8];
       __m512 sw;
       decodeChunk(pc, 16 * ng, s + kChunkGroups * c, __mmask16((1u << ng) - 1), lut, W, sw);

@@ -58,7 +58,7 @@ struct I8Q8Rows {
     for (; g + 2 <= groups; g += 2) {
       // One vector (decode): non-temporal, further ahead (matmul_driver.h).
       if constexpr (NV == 1)
-        _mm_prefetch(reinterpret_cast<const char*>(p + kQ8Group * g + kStreamAhead), _MM_HINT_NTA);
+        prefetchStream(p + kQ8Group * g);
       else
         _mm_prefetch(reinterpret_cast<const char*>(p + kQ8Group * g + kPrefetchAhead), _MM_HINT_T0);
       group(g, 0);

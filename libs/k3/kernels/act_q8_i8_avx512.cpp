@@ -99,8 +99,8 @@ struct I8SetRows {
         const size_t ng = std::min(kSetGroups, groups - kSetGroups * s);
         __m512i w0[4], w1[4];
         for (int l = 0; l < 4; ++l) {
-          __builtin_prefetch(p0 + kQ8Group * kSetGroups * s + kStreamAhead + 64 * l, 0, 0);
-          __builtin_prefetch(p1 + kQ8Group * kSetGroups * s + kStreamAhead + 64 * l, 0, 0);
+          prefetchStream(p0 + kQ8Group * kSetGroups * s + 64 * l);
+          prefetchStream(p1 + kQ8Group * kSetGroups * s + 64 * l);
         }
         loadTransposed4(p0 + kQ8Group * kSetGroups * s, kQ8Group * ng, w0);
         loadTransposed4(p1 + kQ8Group * kSetGroups * s, kQ8Group * ng, w1);
@@ -143,7 +143,7 @@ struct I8SetRows {
       // bandwidth on Zen 5, with this 0.8-0.95 (MatvecQ8 I8Row, 2 threads:
       // 37.5 -> 55-58 GB/s beside StreamRead 64-71; a T0 prefetch 2 KiB
       // ahead had cost it more than half on Zen 4).
-      for (int l = 0; l < 4; ++l) __builtin_prefetch(p + kQ8Group * kSetGroups * s + kStreamAhead + 64 * l, 0, 0);
+      for (int l = 0; l < 4; ++l) prefetchStream(p + kQ8Group * kSetGroups * s + 64 * l);
       loadTransposed4(p + kQ8Group * kSetGroups * s, kQ8Group * ng, w);
       __m512i corr = _mm512_dpbusd_epi32(zero, c128, w[0]);
       corr = _mm512_dpbusd_epi32(corr, c128, w[1]);

@@ -34,6 +34,8 @@ constexpr size_t kPrefetchAhead = 2048;
 // One vector (decode) streams each matrix once from DRAM: its kernels
 // prefetch non-temporally this far ahead (see act_q8_i8_avx512.cpp).
 constexpr size_t kStreamAhead = 8192;
+// A non-temporal prefetch of the line kStreamAhead bytes past p (prefetchnta).
+inline void prefetchStream(const void* p) { __builtin_prefetch(static_cast<const char*>(p) + kStreamAhead, 0, 0); }
 
 // Kernel must provide: template <int NV> void row(size_t r, size_t v0, float* out) const;
 // computing out[j] = result of row r for vector v0 + j, j < NV.

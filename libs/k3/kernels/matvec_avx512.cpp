@@ -40,7 +40,6 @@ inline float reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
 // it to 0.8-0.95 (quant_bench MatvecQ8 I8Row, 2 threads: 37.5 -> 55-58 GB/s
 // beside StreamRead 64-71; the 2 KiB T0 prefetch of the batched path had
 // cost decode a third on Zen 4). Batches keep their own prefetch.
-inline void prefetchStream(const void* p) { __builtin_prefetch(static_cast<const char*>(p) + kStreamAhead, 0, 0); }
 
 template <class Load16>
 struct DenseRows {
