@@ -170,8 +170,7 @@ void checkContext(const Args& a, const ModelConfig& c, size_t ctx) {
   if (a.serve) {  // --parallel sequences, --batch-tokens rows per step
     r.parallel = a.srv.engine.parallel;
     if (a.srv.engine.batchTokens) r.chunk = a.srv.engine.batchTokens;
-    const auto& cache = a.srv.engine.stateCache;  // the RAM tier, and as much again queued for the directory
-    r.stateCacheBytes = cache.ramBytes * (cache.dir.empty() ? 1 : 2);
+    r.stateCacheBytes = k3::serve::StateCache::residentBound(a.srv.engine.stateCache);
   }
   r.threads = a.threads ? a.threads : std::max(1u, std::thread::hardware_concurrency());
   r.ctxGiven = a.ctxGiven;

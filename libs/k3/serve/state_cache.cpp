@@ -14,6 +14,7 @@ bool isPrefix(std::span<const int32_t> p, std::span<const int32_t> of) {
 StateCache::StateCache(const StateCacheOptions& o, const ModelConfig& c) : budget_(o.ramBytes), container_(o.container) {
   if (budget_ == 0 || o.dir.empty()) return;
   auto log = o.log ? o.log : [](const std::string& line) { std::fprintf(stderr, "[k3-serve] state cache: %s\n", line.c_str()); };
+  // Queued writes are bounded by the RAM budget too (residentBound).
   dir_ = std::make_unique<StateDirectory>(o.dir, o.diskBytes, budget_, container_, StateShape::of(c), log);
 }
 

@@ -49,6 +49,9 @@ struct StateCacheStats {
 class StateCache {
  public:
   StateCache(const StateCacheOptions& o, const ModelConfig& c);
+  // The most RAM its checkpoints take: the RAM tier, and with a directory as
+  // much again queued for the writer (k3-run's start memory check).
+  static uint64_t residentBound(const StateCacheOptions& o) { return o.ramBytes * (o.dir.empty() ? 1 : 2); }
 
   // Brings `s` to the longest stored prefix of `prompt` (its live state, a
   // RAM checkpoint, a file, or nothing) and returns its length; the caller
