@@ -9,7 +9,11 @@ threads (each only timestamps its lines while streaming, parses afterwards):
      (goal <= 2 s);
   3. the inter-token time of 3 running streams while a long prompt (2,000
      ids) is ingested, over their inter-token time in the seconds before it
-     arrived (goal <= 2x), mean and 90th percentile.
+     arrived (goal <= 2x), mean and 90th percentile;
+  4. outputs: 8 requests of different prompt lengths sent at once each equal
+     their solo run (sent one at a time before), token for token and
+     log-probability for log-probability (they come from the logits, so
+     equal values mean equal logits), greedy and seeded sampling.
 """
 import json
 import statistics
@@ -69,6 +73,36 @@ def aggregate(url, prompts, max_tokens):
     return sum(o["usage"]["completion_tokens"] - 1 for o in outs) / (last - first)
 
 
+def _complete(url, body):
+    req = urllib.request.Request(url + "/v1/completions", data=json.dumps(body).encode(),
+                                 headers={"content-type": "application/json"})
+    with urllib.request.urlopen(req) as r:
+        c = json.loads(r.read())["choices"][0]
+    return {"tokens": c["logprobs"]["tokens"], "logprobs": c["logprobs"]["token_logprobs"],
+            "finish": c["finish_reason"]}
+
+
+def solo_equality(url, ids, max_tokens=12):
+    """{kind: requests of 8 equal to their solo run} for greedy and seeded."""
+    res = {}
+    for kind, extra in (("greedy", {"temperature": 0}), ("seeded", {"temperature": 0.9, "top_p": 0.95})):
+        bodies = [{"prompt": ids(1200 + i, 4 + 9 * i), "max_tokens": max_tokens, "logprobs": 1, **extra,
+                   **({"seed": 300 + i} if kind == "seeded" else {})} for i in range(8)]
+        solo = [_complete(url, b) for b in bodies]
+        together = [None] * 8
+
+        def run(i):
+            together[i] = _complete(url, bodies[i])
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        res[f"solo_equal_{kind}"] = sum(a == b and len(a["tokens"]) == max_tokens for a, b in zip(solo, together))
+        res[f"solo_distinct_{kind}"] = len({tuple(s["tokens"]) for s in solo})
+    return res
+
+
 def gaps(times, t0, t1):
     return [b - a for a, b in zip(times, times[1:]) if a >= t0 and b <= t1]
 
@@ -102,6 +136,8 @@ def measure(url, vocab, stop_server, repeat=1, decode_tokens=48, long_prompt=200
         for t, _ in running:
             t.join()
     res["ttft_short_beside_3_s"] = statistics.median(ttfts)
+
+    res.update(solo_equality(url, ids))
 
     running = [start(url, {"prompt": ids(900 + i, 16), "max_tokens": 100000, "temperature": 0}) for i in range(3)]
     wait_decoding(running)
