@@ -8,11 +8,7 @@ import json
 import os
 import subprocess
 
-SOURCE = os.environ.get("K3_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "../.."))
-KIMI = os.path.join(SOURCE, "tests/data/kimi")  # real Kimi vocabulary, see SOURCE.md there
-BIN = os.environ.get("K3_BIN_DIR", os.path.join(SOURCE, "build/release/bin"))
-MODEL = os.path.join(KIMI, "tiktoken.model")
-CONFIG = os.path.join(KIMI, "k3_added_tokens.reconstructed.json")
+from kimi_test_files import BIN, CONFIG, MODEL
 TOKGEN = [os.path.join(BIN, "k3-tokgen"), "chat", MODEL, CONFIG]
 
 USER = {"role": "user", "content": "hi"}

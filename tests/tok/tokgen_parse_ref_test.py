@@ -11,19 +11,13 @@ import json
 import os
 import random
 import subprocess
-import sys
 import tempfile
 
-SOURCE = os.environ.get("K3_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "../.."))
-KIMI = os.path.join(SOURCE, "tests/data/kimi")  # real Kimi vocabulary, see SOURCE.md there
-BIN = os.environ.get("K3_BIN_DIR", os.path.join(SOURCE, "build/release/bin"))
-sys.path.insert(0, os.path.join(SOURCE, "scripts"))
+from kimi_test_files import BIN, CONFIG, MODEL
 
-import xtml_random_requests  # noqa: E402
-import xtml_ref  # noqa: E402
+import xtml_random_requests  # scripts/, on sys.path by kimi_test_files
+import xtml_ref
 
-MODEL = os.path.join(KIMI, "tiktoken.model")
-CONFIG = os.path.join(KIMI, "k3_added_tokens.reconstructed.json")
 N = 150
 MISTYPED = 25
 TYPES = ["string", "number", "integer", "boolean", "object", "array", "null"]
