@@ -26,6 +26,13 @@ class MappedFile {
   std::span<const uint8_t> bytes() const { return {data_, size_}; }
   const std::string& path() const { return path_; }
 
+  // Files of 2 MiB or more are mapped at a 2 MiB-aligned address and advised
+  // MADV_HUGEPAGE, so the page cache can hold and map them in 2 MiB pages.
+  bool hugePagesAdvised() const;
+  // Bytes of the mapping the kernel maps with 2 MiB page-cache pages now
+  // (FilePmdMapped in /proc/self/smaps; 0 if unknown).
+  uint64_t hugePageBytes() const;
+
   // Page-aligned advice over [offset, offset+length) clipped to the file.
   void adviseWillNeed(size_t offset, size_t length) const;
   void adviseDontNeed(size_t offset, size_t length) const;

@@ -253,6 +253,12 @@ uint64_t ModelWeights::mappedBytesTotal() const {
   return n;
 }
 
+uint64_t ModelWeights::hugePageBytesTotal() const {
+  uint64_t n = 0;
+  for (const auto& s : shards_) n += s.mapping().hugePageBytes();
+  return n;
+}
+
 std::vector<FileId> ModelWeights::inputFiles() const {
   std::vector<FileId> ids;
   for (const std::string& d : rootDirs_) {

@@ -114,6 +114,12 @@ class ModelWeights {
   uint64_t expertBytesTotal() const { return expertBytesTotal_; }
   uint64_t bytesPerExpert() const { return bytesPerExpert_; }
   uint64_t mappedBytesTotal() const;  // all shard files
+  // Of those, the bytes mapped with 2 MiB page-cache pages right now. The
+  // routed experts stream about twice as fast from them as from 4 KiB pages
+  // on Zen 5 (docs/K3_RUN.md, session 19); a page cache filled without the
+  // huge-page advice (an older k3-run, cat, cp) keeps small pages until the
+  // file's pages are dropped and read again.
+  uint64_t hugePageBytesTotal() const;
   // Maps every page of every shard now (MADV_POPULATE_READ), so a run on a
   // warm page cache does not pay one page fault per 4 KiB page as it goes.
   // `withExperts` false leaves the routed experts to be faulted on use.

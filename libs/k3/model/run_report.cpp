@@ -1,5 +1,6 @@
 #include "k3/model/run_report.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "k3/io/error.h"
@@ -50,6 +51,8 @@ JsonObject runStatsJson(const Session& s, const RunReportOptions& o) {
       .add("decode_tokens", st.decodeTokens)
       .fixed("decode_tok_s", perSecond(st.decodeTokens, st.decodeSeconds), 3)
       .add("peak_rss_bytes", peakRssBytes())
+      .add("weights_mapped_bytes", s.weights().mappedBytesTotal())
+      .add("weights_huge_page_bytes", s.weights().hugePageBytesTotal())
       .add("expert_bytes_read", s.residency().bytesRead())
       .add("activations", o.activations)
       .add("isa", kernels::isaName(kernels::bestIsa()));
@@ -73,10 +76,13 @@ std::string runStatsText(const Session& s, const RunReportOptions& o) {
   };
   std::string text = line(
       "[k3-run] prefill %llu tok @ %.2f tok/s | decode %llu tok @ %.2f tok/s | peak RSS %.1f MiB | "
-      "expert bytes read %.1f MiB | %s kernels\n",
+      "expert bytes read %.1f MiB | weights in 2 MiB pages %.0f%% | %s kernels\n",
       static_cast<unsigned long long>(st.prefillTokens), perSecond(st.prefillTokens, st.prefillSeconds),
       static_cast<unsigned long long>(st.decodeTokens), perSecond(st.decodeTokens, st.decodeSeconds),
-      peakRssBytes() / 1048576.0, s.residency().bytesRead() / 1048576.0, kernels::isaName(kernels::bestIsa()));
+      peakRssBytes() / 1048576.0, s.residency().bytesRead() / 1048576.0,
+      100.0 * static_cast<double>(s.weights().hugePageBytesTotal()) /
+          static_cast<double>(std::max<uint64_t>(1, s.weights().mappedBytesTotal())),
+      kernels::isaName(kernels::bestIsa()));
   if (s.residency().bounded())
     text += line(
         "[k3-run] experts: budget %.1f MiB, resident %.1f MiB, %llu reads (%llu O_DIRECT) "
