@@ -94,7 +94,7 @@ struct SamplingReport {
 
 struct Args {
   std::string dir, prompt, system, ids, promptIds, logitsOut, perplexity, tools;
-  bool chat = false, think = true, json = false, noBos = false, preload = false;
+  bool chat = false, think = true, json = false, noBos = false, preload = false, recache = false;
   size_t maxTokens = 256, threads = 0, chunk = 128, ctx = 4096;
   long long threadsArg = 0;  // signed: -1 is refused, not read as 2^64-1
   bool ctxGiven = false;     // without --ctx, --ids / --perplexity get the context they need
@@ -268,7 +268,16 @@ int serveMain(Args a) {
   wo.int8Activations = a.activations == "int8";
   auto weights = ModelWeights::open(a.dir, wo, spreadDirs(a), std::move(checked));
   checkContext(a, weights->config(), a.ctx);
-  if (a.preload) weights->prefault(a.expertGb <= 0.0);
+  if (a.recache) weights->dropCachedPages();
+  if (a.preload) {
+    weights->prefault(a.expertGb <= 0.0);
+    std::fprintf(stderr, "[k3-serve] weights mapped: %.2f of %.2f GB in 2 MiB pages%s\n",
+                 static_cast<double>(weights->hugePageBytesTotal()) / 1e9,
+                 static_cast<double>(weights->mappedBytesTotal()) / 1e9,
+                 weights->hugePageBytesTotal() * 2 < weights->mappedBytesTotal()
+                     ? " (the page cache holds the rest in small pages, read more slowly: --recache once)"
+                     : "");
+  }
   const tok::Tokenizer tok = tok::Tokenizer::fromDirectory(a.dir);
   SessionOptions so;
   so.threads = a.threads;
@@ -504,6 +513,7 @@ int runMain(const Args& a) {
   wo.int8Activations = a.activations == "int8";
   auto weights = ModelWeights::open(a.dir, wo, spreadDirs(a), std::move(checked));
   const ModelConfig& cfg = weights->config();
+  if (a.recache) weights->dropCachedPages();
   // Experts stay on demand when their memory is bounded.
   if (a.preload) weights->prefault(a.expertGb <= 0.0);
   checkModeFlags(a);
@@ -604,6 +614,10 @@ int main(int argc, char** argv) {
                  "a container made with k3-repack --spread: its other directories, in order, where they are "
                  "now (default: as recorded, relative to the container)");
   app.add_flag("--preload", a.preload, "map every weight page at start (warm page cache; experts too unless --expert-gb)");
+  app.add_flag("--recache", a.recache,
+               "first drop the container's cached pages (those no other process maps) so they are read again, from "
+               "disk, in 2 MiB pages: once, when the summary shows few weights in 2 MiB pages (a page cache filled by "
+               "cp, cat or an older k3-run; docs/K3_RUN.md)");
   app.add_flag("--no-bos", a.noBos, "do not prepend the config's BOS to a raw prompt");
   app.add_flag("--json", a.json, "print results and stats as one JSON object");
   app.add_flag("--serve", a.serve, "serve the OpenAI API (/v1/chat/completions, ...) and the web chat at /");

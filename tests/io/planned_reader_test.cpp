@@ -215,6 +215,24 @@ TEST(PageCache, ReadModeParsesAndAutoFollowsTheCache) {
   EXPECT_FALSE(k3::readsDirect(k3::ReadMode::Buffered, f.fd.fd, f.size));
 }
 
+// k3-run --recache: a written file's pages leave the cache (read again, they
+// come back in the pages the reader's mapping asks for); a missing file is an
+// Io error naming it.
+TEST(PageCache, DropFromPageCacheEmptiesItAndNamesAMissingFile) {
+  const std::string dir = k3test::freshDir("page-cache-drop");
+  const std::string path = dir + "/f.bin";
+  patternFile(path, 1 << 20, 5);
+  {
+    k3::InputFile f = k3::openInputFile(path, k3::kShardInput);
+    ::fdatasync(f.fd.fd);
+  }
+  EXPECT_GT(k3::pageCacheFraction(path), 0.9);
+  k3::dropFromPageCache(path);
+  EXPECT_LT(k3::pageCacheFraction(path), 0.1);
+  const std::string missing = errorOf([&] { k3::dropFromPageCache(dir + "/gone.bin"); });
+  EXPECT_NE(missing.find("gone.bin"), std::string::npos) << missing;
+}
+
 TEST(PhaseTime, SumsTimeAndCallsOverThreadsAndIgnoresNull) {
   k3::PhaseTime t;
   { const k3::PhaseScope none(nullptr); }

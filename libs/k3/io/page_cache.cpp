@@ -1,5 +1,6 @@
 #include "k3/io/page_cache.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -42,6 +43,12 @@ double pageCacheFraction(const std::string& path) {
     return 0;  // not a readable regular file: the read itself reports it
   }
   return pageCacheFraction(f.fd.fd, f.size);
+}
+
+void dropFromPageCache(const std::string& path) {
+  const InputFile f = openInputFile(path, kShardInput);
+  const int rc = ::posix_fadvise(f.fd.fd, 0, 0, POSIX_FADV_DONTNEED);
+  if (rc != 0) failErrno(rc, path, "cannot drop from the page cache");
 }
 
 namespace {

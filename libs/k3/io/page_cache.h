@@ -23,6 +23,11 @@ ReadMode parseReadMode(const std::string& text, const char* flag = "--io");
 double pageCacheFraction(int fd, uint64_t size);
 double pageCacheFraction(const std::string& path);
 
+// Drops the file's pages from the page cache except those a process maps
+// (POSIX_FADV_DONTNEED), so the next reads fill it again: k3-run --recache
+// has its weights read back in 2 MiB pages. Io error naming the path.
+void dropFromPageCache(const std::string& path);
+
 // Auto resolved for one file: Direct when less than half of it is cached.
 bool readsDirect(ReadMode mode, int fd, uint64_t size);
 bool readsDirect(ReadMode mode, const std::string& path);

@@ -17,6 +17,7 @@
 #include "k3/format/tensor_inventory.h"
 #include "k3/io/error.h"
 #include "k3/io/input_file.h"
+#include "k3/io/page_cache.h"
 
 namespace k3::model {
 
@@ -257,6 +258,10 @@ uint64_t ModelWeights::hugePageBytesTotal() const {
   uint64_t n = 0;
   for (const auto& s : shards_) n += s.mapping().hugePageBytes();
   return n;
+}
+
+void ModelWeights::dropCachedPages() const {
+  for (const auto& s : shards_) dropFromPageCache(s.path());
 }
 
 std::vector<FileId> ModelWeights::inputFiles() const {

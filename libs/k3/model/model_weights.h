@@ -120,6 +120,9 @@ class ModelWeights {
   // huge-page advice (an older k3-run, cat, cp) keeps small pages until the
   // file's pages are dropped and read again.
   uint64_t hugePageBytesTotal() const;
+  // Drops every shard's pages no process maps from the page cache, so they
+  // are read again (from disk) in 2 MiB pages: k3-run --recache.
+  void dropCachedPages() const;
   // Maps every page of every shard now (MADV_POPULATE_READ), so a run on a
   // warm page cache does not pay one page fault per 4 KiB page as it goes.
   // `withExperts` false leaves the routed experts to be faulted on use.
