@@ -300,8 +300,14 @@ struct Mxfp4G16Rows {
     size_t row = 0;
     for (size_t c = 0; c < groups; ++c) {  // 16 rows of G groups: G chunks
       const uint8_t* pc = p + 16 * kChunkGroups * c;
-      if constexpr (NV > 1)
+      if constexpr (NV > 1) {
         for (int l = 0; l < 4; ++l) __builtin_prefetch(pc + kPrefetchAhead + 64 * l);
+      } else {  // one vector (decode) streams the expert from DRAM: as row() does; quant_bench
+                // ExpertStreamQ8 (medium's 512 x 384) 1 vector 32-33 -> 42-44 G weights/s
+
+        for (int l = 0; l < 4; ++l) prefetchStream(pc + 64 * l);
+        if (c % 4 == 0) __builtin_prefetch(s + kChunkGroups * c + kStreamAhead / 16, 0, 0);
+      }
       __m512i W[8];
       __m512 sw;
       decodeChunk(pc, 16 * kChunkGroups, s + kChunkGroups * c, __mmask16(0xFFFF), lut, W, sw);
