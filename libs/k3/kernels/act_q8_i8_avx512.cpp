@@ -98,9 +98,15 @@ struct I8SetRows {
       for (size_t s = 0; s < sets; ++s) {
         const size_t ng = std::min(kSetGroups, groups - kSetGroups * s);
         __m512i w0[4], w1[4];
+        // The pair reads two streams at once: each is prefetched half of
+        // kStreamAhead ahead, past its row's end into the next pair's row
+        // (p + kStreamAhead from row r lands in row r + 1, read already, and
+        // left every second row of the next pair unfetched).
+        const size_t ahead = kQ8Group * kSetGroups * s + kStreamAhead / 2;
+        const size_t at = ahead < cols ? ahead : ahead - cols + 2 * cols;
         for (int l = 0; l < 4; ++l) {
-          prefetchStream(p0 + kQ8Group * kSetGroups * s + 64 * l);
-          prefetchStream(p1 + kQ8Group * kSetGroups * s + 64 * l);
+          __builtin_prefetch(p0 + at + 64 * l, 0, 0);
+          __builtin_prefetch(p1 + at + 64 * l, 0, 0);
         }
         loadTransposed4(p0 + kQ8Group * kSetGroups * s, kQ8Group * ng, w0);
         loadTransposed4(p1 + kQ8Group * kSetGroups * s, kQ8Group * ng, w1);
