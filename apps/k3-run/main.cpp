@@ -271,10 +271,10 @@ int serveMain(Args a) {
   if (a.recache) weights->dropCachedPages();
   if (a.preload) {
     weights->prefault(a.expertGb <= 0.0);
+    const uint64_t huge = weights->hugePageBytesTotal(), mapped = weights->mappedBytesTotal();
     std::fprintf(stderr, "[k3-serve] weights mapped: %.2f of %.2f GB in 2 MiB pages%s\n",
-                 static_cast<double>(weights->hugePageBytesTotal()) / 1e9,
-                 static_cast<double>(weights->mappedBytesTotal()) / 1e9,
-                 weights->hugePageBytesTotal() * 2 < weights->mappedBytesTotal()
+                 static_cast<double>(huge) / 1e9, static_cast<double>(mapped) / 1e9,
+                 huge * 2 < mapped
                      ? " (the page cache holds the rest in small pages, read more slowly: --recache once)"
                      : "");
   }

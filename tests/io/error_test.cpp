@@ -54,6 +54,9 @@ TEST(MappedFile, LargeFilesAreMappedTwoMiBAlignedWithHugePagesAdvised) {
   EXPECT_EQ(std::memcmp(m.data(), big.data(), big.size()), 0);
   EXPECT_LE(m.hugePageBytes(), m.size());
   auto s = k3::MappedFile::open(dir + "/small.bin");
+  // Several mappings in one read of smaps: the sum of each one's.
+  const k3::MappedFile* both[] = {&m, &s};
+  EXPECT_EQ(k3::MappedFile::hugePageBytes(both), m.hugePageBytes() + s.hugePageBytes());
   EXPECT_FALSE(s.hugePagesAdvised());
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(s.data()), 4), "tiny");
   // Moving the mapping keeps it (one owner unmaps it once).

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 #include <utility>
+#include <vector>
 
 #include "k3/io/error.h"
 #include "k3/io/input_file.h"
@@ -97,41 +98,58 @@ void MappedFile::advise(size_t offset, size_t length, int advice) const {
 
 namespace {
 
-// The /proc/self/smaps entry of the mapping that starts at `start`: the
-// value of `key` ("FilePmdMapped:" in kB, or the "VmFlags:" line's text).
-std::string smapsField(const void* start, const std::string& key) {
+// One pass over /proc/self/smaps (each read of it walks every mapping's
+// pages): for each address in `starts`, the text after `key` in the entry of
+// the mapping that starts there ("FilePmdMapped:" in kB, or the "VmFlags:"
+// line), empty if there is none.
+std::vector<std::string> smapsFields(std::span<const void* const> starts, const std::string& key) {
+  std::vector<std::string> heads, out(starts.size());
+  for (const void* a : starts) {
+    char head[32];
+    std::snprintf(head, sizeof head, "%lx-", static_cast<unsigned long>(reinterpret_cast<uintptr_t>(a)));
+    heads.emplace_back(head);
+  }
   std::ifstream in("/proc/self/smaps");
-  char head[32];
-  std::snprintf(head, sizeof head, "%lx-", static_cast<unsigned long>(reinterpret_cast<uintptr_t>(start)));
   std::string line;
-  bool inside = false;
+  size_t inside = starts.size();  // the entry being read is starts[inside] (none: size())
   while (std::getline(in, line)) {
     const bool isHeader = !line.empty() && std::isxdigit(static_cast<unsigned char>(line[0])) &&
                           line.find('-') != std::string::npos && line.find(':') > line.find('-');
     if (isHeader) {
-      if (inside) break;
-      inside = line.rfind(head, 0) == 0;
-    } else if (inside && line.rfind(key, 0) == 0) {
-      return line.substr(key.size());
+      inside = starts.size();
+      for (size_t i = 0; i < heads.size(); ++i)
+        if (line.rfind(heads[i], 0) == 0) inside = i;
+    } else if (inside < starts.size() && line.rfind(key, 0) == 0) {
+      out[inside] = line.substr(key.size());
     }
   }
-  return {};
+  return out;
 }
 
 }  // namespace
 
 bool MappedFile::hugePagesAdvised() const {
   if (data_ == nullptr) return false;
-  std::istringstream flags(smapsField(data_, "VmFlags:"));
+  const void* start = data_;
+  std::istringstream flags(smapsFields({&start, 1}, "VmFlags:")[0]);
   for (std::string f; flags >> f;)
     if (f == "hg") return true;
   return false;
 }
 
 uint64_t MappedFile::hugePageBytes() const {
-  if (data_ == nullptr) return 0;
-  const std::string kb = smapsField(data_, "FilePmdMapped:");
-  return kb.empty() ? 0 : std::strtoull(kb.c_str(), nullptr, 10) * 1024;
+  const MappedFile* self = this;
+  return hugePageBytes({&self, 1});
+}
+
+uint64_t MappedFile::hugePageBytes(std::span<const MappedFile* const> files) {
+  std::vector<const void*> starts;
+  for (const MappedFile* f : files)
+    if (f->data_ != nullptr) starts.push_back(f->data_);
+  uint64_t bytes = 0;
+  for (const std::string& kb : smapsFields(starts, "FilePmdMapped:"))
+    if (!kb.empty()) bytes += std::strtoull(kb.c_str(), nullptr, 10) * 1024;
+  return bytes;
 }
 
 void MappedFile::adviseWillNeed(size_t offset, size_t length) const {

@@ -30,8 +30,10 @@ class MappedFile {
   // MADV_HUGEPAGE, so the page cache can hold and map them in 2 MiB pages.
   bool hugePagesAdvised() const;
   // Bytes of the mapping the kernel maps with 2 MiB page-cache pages now
-  // (FilePmdMapped in /proc/self/smaps; 0 if unknown).
+  // (FilePmdMapped in /proc/self/smaps; 0 if unknown); of several mappings
+  // in one read of smaps.
   uint64_t hugePageBytes() const;
+  static uint64_t hugePageBytes(std::span<const MappedFile* const> files);
 
   // Page-aligned advice over [offset, offset+length) clipped to the file.
   void adviseWillNeed(size_t offset, size_t length) const;

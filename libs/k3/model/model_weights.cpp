@@ -17,6 +17,7 @@
 #include "k3/format/tensor_inventory.h"
 #include "k3/io/error.h"
 #include "k3/io/input_file.h"
+#include "k3/io/mapped_file.h"
 #include "k3/io/page_cache.h"
 
 namespace k3::model {
@@ -255,9 +256,9 @@ uint64_t ModelWeights::mappedBytesTotal() const {
 }
 
 uint64_t ModelWeights::hugePageBytesTotal() const {
-  uint64_t n = 0;
-  for (const auto& s : shards_) n += s.mapping().hugePageBytes();
-  return n;
+  std::vector<const MappedFile*> maps;
+  for (const auto& s : shards_) maps.push_back(&s.mapping());
+  return MappedFile::hugePageBytes(maps);
 }
 
 void ModelWeights::dropCachedPages() const {
