@@ -206,6 +206,14 @@ struct Mxfp4G16Rows {
 
   static const float* xsOf(const int8_t* a) { return reinterpret_cast<const float*>(a + kScaleOffset); }
 
+  // Chunk c's codes at pc and the scales at s (a row's, or sixteen packed
+  // rows'): non-temporal, kStreamAhead ahead, the scales as far in their own
+  // stream (1/16 of the bytes: one line every fourth chunk).
+  static void prefetchChunkStream(const uint8_t* pc, const uint8_t* s, size_t c) {
+    for (int l = 0; l < 4; ++l) prefetchStream(pc + 64 * l);
+    if (c % 4 == 0) __builtin_prefetch(s + kChunkGroups * c + kStreamAhead / 16, 0, 0);
+  }
+
   template <int NV>
   void row(size_t r, size_t v0, __m512* out) const {
     const size_t groups = cols / kMxfp4Group, chunks = chunksOf(groups);
@@ -225,8 +233,7 @@ struct Mxfp4G16Rows {
       // (MatmulQ8Stream MXFP4 2: an expert two conversations picked)
       // 37-43 -> 48-52, prefill chunks (MatmulQ8 MXFP4 4 and 16,
       // ExpertStreamQ8) unchanged within noise.
-      for (int l = 0; l < 4; ++l) prefetchStream(pc + 64 * l);
-      if (c % 4 == 0) __builtin_prefetch(s + kChunkGroups * c + kStreamAhead / 16, 0, 0);  // scales: 1/16 of the bytes
+      prefetchChunkStream(pc, s, c);
       __m512i W[8];
       __m512 sw;
       decodeChunk(pc, 16 * ng, s + kChunkGroups * c, __mmask16((1u << ng) - 1), lut, W, sw);
@@ -302,11 +309,9 @@ struct Mxfp4G16Rows {
       const uint8_t* pc = p + 16 * kChunkGroups * c;
       if constexpr (NV > 1) {
         for (int l = 0; l < 4; ++l) __builtin_prefetch(pc + kPrefetchAhead + 64 * l);
-      } else {  // one vector (decode) streams the expert from DRAM: as row() does; quant_bench
+      } else {  // one vector (decode) streams the expert from DRAM, as row() does: quant_bench
                 // ExpertStreamQ8 (medium's 512 x 384) 1 vector 32-33 -> 42-44 G weights/s
-
-        for (int l = 0; l < 4; ++l) prefetchStream(pc + 64 * l);
-        if (c % 4 == 0) __builtin_prefetch(s + kChunkGroups * c + kStreamAhead / 16, 0, 0);
+        prefetchChunkStream(pc, s, c);
       }
       __m512i W[8];
       __m512 sw;

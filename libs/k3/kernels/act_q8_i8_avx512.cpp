@@ -103,7 +103,7 @@ struct I8SetRows {
         // (p + kStreamAhead from row r lands in row r + 1, read already, and
         // left every second row of the next pair unfetched).
         const size_t ahead = kQ8Group * kSetGroups * s + kStreamAhead / 2;
-        const size_t at = ahead < cols ? ahead : ahead - cols + 2 * cols;
+        const size_t at = ahead < cols ? ahead : ahead + cols;  // past the end: the same offset two rows on
         for (int l = 0; l < 4; ++l) {
           __builtin_prefetch(p0 + at + 64 * l, 0, 0);
           __builtin_prefetch(p1 + at + 64 * l, 0, 0);
