@@ -78,13 +78,14 @@ TEST(Avx512Emulated, MatvecMatchesOracleAndMatmulIsBitIdentical) {
 
 // An emulated IDOT kernel on `format` weights (cols 32..1088: 1, 2, 3, 8, 12,
 // 16, 17, 20, 32, 34 groups; MXFP4 packs 16-row blocks of 8, 12, 17, 20 and
-// 34, and takes 16 and 32 a whole chunk at a time), rows [r0, r1) of kRows:
+// 34, and takes 16 and 32 a whole chunk at a time; 4608: 144 groups, which
+// the int8-row kernel takes in two column blocks for 5 vectors), rows [r0, r1) of kRows:
 // each vector vs the oracle, rows outside untouched, and the 5-vector matmul
 // == per-vector calls bit for bit.
 // `tweak` may edit the weight bytes first.
 template <class Kernel, class Tweak>
 void checkEmulatedQ8(WeightFormat format, size_t seed, size_t r0, size_t r1, Kernel kernel, Tweak tweak) {
-  for (size_t cols : {32, 64, 96, 256, 384, 512, 544, 640, 1024, 1088}) {
+  for (size_t cols : {32, 64, 96, 256, 384, 512, 544, 640, 1024, 1088, 4608}) {
     SCOPED_TRACE("cols=" + std::to_string(cols));
     auto t = k3test::makeWeight(format, kRows, cols, cols + seed);
     tweak(t);

@@ -138,7 +138,8 @@ TEST(MatvecQ8, EveryIsaMatchesOracleAndMatmulIsBitIdentical) {
         Oracle o = k3test::q8Oracle(t, Xq.data() + v * cols, Xs.data() + v * groups);
       const std::vector<double>&exact = o.exact, &absSum = o.absSum;
       for (kernels::Isa isa : k3test::supportedIsas()) {
-        SCOPED_TRACE("cols=" + std::to_string(cols) + " v=" + std::to_string(v) + " " + kernels::isaName(isa));
+        SCOPED_TRACE("cols=" + std::to_string(cols) + " n=" + std::to_string(n) + " v=" + std::to_string(v) + " " +
+                     kernels::isaName(isa));
         std::vector<float> y(kRows, kSentinel);
         matvecMxfp4Q8(isa, t.view, Xq.data() + v * cols, Xs.data() + v * groups, y.data(), 2, 35);
         for (size_t r = 0; r < kRows; ++r) {
@@ -203,15 +204,18 @@ TEST(MatvecQ8, LargeBatchMatmulIsBitIdentical) {
 }
 
 // IDOT on `format` weights: every ISA vs the oracle, rows outside [2, 35)
-// untouched, and matmul == matvec bits for 6 vectors. `tweak` may edit the
-// weight bytes before the run.
+// untouched, and matmul == matvec bits for 6 and 9 vectors (a group of 8
+// and one: the AVX-512 int8-row kernel takes 8 vectors' columns in blocks
+// from 2304 columns on, 6 vectors' from 3072). `tweak` may edit the weight
+// bytes before the run.
 template <class Tweak>
 void checkQ8EveryIsa(WeightFormat format, std::initializer_list<size_t> colsList, uint64_t seed,
                      Tweak tweak) {
-  for (size_t cols : colsList) {
+  for (size_t cols : colsList)
+  for (size_t n : {6, 9}) {
     TestWeight t = makeWeight(format, kRows, cols, cols + seed);
     tweak(t);
-    const size_t groups = cols / 32, n = 6;
+    const size_t groups = cols / 32;
     auto X = k3test::uniformFloats(n * cols, cols + seed + 1);
     std::vector<int8_t> Xq(n * cols);
     std::vector<float> Xs(n * groups);

@@ -145,6 +145,7 @@ struct Mxfp4G16Rows {
   const uint8_t* scales;  // ue8m0 [rows, groups]
   const float* rowScales = nullptr;  // none: the factors are per group
   static constexpr bool kPacksRows = true;
+  static constexpr bool kBlocksColumns = false;
   static constexpr bool kPairsRows = false;
 
   // Doubled e2m1 + 12 by the code's low 4 bits: vpermb reads 6 index bits,

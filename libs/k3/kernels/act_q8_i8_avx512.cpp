@@ -40,6 +40,7 @@ constexpr int kI8VecGroup = 8;
 constexpr size_t kSetGroups = 8;
 constexpr size_t kSetBytes = 4 * 64 + 64;  // per 8 groups and vector: 4 x 64 bytes of xq + 128, 16 xs
 constexpr size_t kSetScaleOffset = 4 * 64;
+constexpr size_t kSetWeightBytes = kQ8Group * kSetGroups;  // a row's bytes per set
 // Re-laid activations up to this size live on the stack: 40 bytes per 32
 // columns, so a decode step never allocates, even at K3's widest input
 // (33792 columns: 41 KiB).
@@ -71,45 +72,51 @@ struct I8SetRows {
   const int8_t* data;   // q [rows, cols]
   const float* rowScales;  // [rows]: the driver multiplies each row's finished sum
   static constexpr bool kPacksRows = false;
-  static constexpr bool kPairsRows = true;
+  static constexpr bool kBlocksColumns = true;
+  static constexpr size_t kStepActivationBytes = kSetBytes;
+  // A pair prefetches each of its two streams half of kStreamAhead ahead.
+  static constexpr size_t kAheadSteps = kStreamAhead / 2 / (kQ8Group * kSetGroups);
 
-  // Both prefetch non-temporally kStreamAhead ahead for any number of
-  // vectors: from DRAM (continuous batching's decode, one row per
-  // conversation; quant_bench MatmulQ8Stream I8Row, 2 threads) n = 2 went
-  // 33 -> 48 GB/s and n = 4 29 -> 37 against the 2 KiB T0 prefetch, prefill
-  // chunks from cache (MatmulQ8 I8Row 4 and 16) the same or faster.
-  // Rows r and r + 1 at once: each activation load serves both (the loads,
-  // not the vpdpbusd, bound one row at a time); each row's operations and
-  // their order are row()'s, so its bits are too. Not for one vector: a
-  // decode step's matvec streams from DRAM, and two rows at a time cut
-  // that rate by a fifth (quant_bench MatvecQ8 I8Row, 16.3 -> 12.7 GB/s).
+  size_t steps() const { return setsOf(cols / kQ8Group); }
+
+  // Rows r and r + 1 over sets [s0, s1), accumulating into acc0 / acc1:
+  // each activation load serves both rows (the loads, not the vpdpbusd,
+  // bound one row at a time); each row's operations and their order are
+  // row()'s, so its bits are too. Both streams are prefetched
+  // non-temporally where `ahead` says (matmul_driver_avx512.h: half of
+  // kStreamAhead on in the order the pairs read): from DRAM (continuous
+  // batching's decode, one row per conversation; quant_bench
+  // MatmulQ8Stream I8Row, 2 threads) n = 2 went 33 -> 48 GB/s and n = 4
+  // 29 -> 37 against a 2 KiB T0 prefetch. Not for one vector: a decode
+  // step's matvec streams from DRAM, and two rows at a time cut that rate
+  // by a fifth (quant_bench MatvecQ8 I8Row, 16.3 -> 12.7 GB/s).
   template <int NV>
-  void rowPair(size_t r, size_t v0, __m512* out0, __m512* out1) const {
+  void rowPair(size_t r, size_t v0, size_t s0, size_t s1, __m512* acc0, __m512* acc1,
+               const PairAhead& ahead) const {
     if constexpr (NV == 1) {  // one vector streams from DRAM: one row at a time is faster there
-      row<1>(r, v0, out0);
-      row<1>(r + 1, v0, out1);
+      row<1>(r, v0, s0, s1, acc0);
+      row<1>(r + 1, v0, s0, s1, acc1);
     } else {
-      const size_t groups = cols / kQ8Group, sets = setsOf(groups);
+      const size_t groups = cols / kQ8Group;
       const int8_t* p0 = data + r * cols;
       const int8_t* p1 = p0 + cols;
-      __m512 acc0[NV], acc1[NV];
-      for (int j = 0; j < NV; ++j) acc0[j] = acc1[j] = _mm512_setzero_ps();
+      // The prefetch targets at step s0 + t: f0 + t sets, then f1 + t sets.
+      const int8_t* f0 = data + ahead.row0 * cols + kSetWeightBytes * ahead.step0;
+      const int8_t* f1 = data + ahead.row1 * cols + kSetWeightBytes * ahead.step1 - kSetWeightBytes * ahead.left0;
+      __m512 a0[NV], a1[NV];  // in registers: stores through acc0/acc1 could alias the loads
+      for (int j = 0; j < NV; ++j) a0[j] = acc0[j], a1[j] = acc1[j];
       const __m512i c128 = _mm512_set1_epi8(char(0x80)), zero = _mm512_setzero_si512();
-      for (size_t s = 0; s < sets; ++s) {
+      for (size_t s = s0; s < s1; ++s) {
         const size_t ng = std::min(kSetGroups, groups - kSetGroups * s);
         __m512i w0[4], w1[4];
-        // The pair reads two streams at once: each is prefetched half of
-        // kStreamAhead ahead, past its row's end into the next pair's row
-        // (p + kStreamAhead from row r lands in row r + 1, read already, and
-        // left every second row of the next pair unfetched).
-        const size_t ahead = kQ8Group * kSetGroups * s + kStreamAhead / 2;
-        const size_t at = ahead < cols ? ahead : ahead + cols;  // past the end: the same offset two rows on
+        const size_t t = s - s0;
+        const int8_t* f = (t < ahead.left0 ? f0 : f1) + kSetWeightBytes * t;
         for (int l = 0; l < 4; ++l) {
-          __builtin_prefetch(p0 + at + 64 * l, 0, 0);
-          __builtin_prefetch(p1 + at + 64 * l, 0, 0);
+          __builtin_prefetch(f + 64 * l, 0, 0);
+          __builtin_prefetch(f + cols + 64 * l, 0, 0);
         }
-        loadTransposed4(p0 + kQ8Group * kSetGroups * s, kQ8Group * ng, w0);
-        loadTransposed4(p1 + kQ8Group * kSetGroups * s, kQ8Group * ng, w1);
+        loadTransposed4(p0 + kSetWeightBytes * s, kQ8Group * ng, w0);
+        loadTransposed4(p1 + kSetWeightBytes * s, kQ8Group * ng, w1);
         __m512i corr0 = _mm512_dpbusd_epi32(zero, c128, w0[0]), corr1 = _mm512_dpbusd_epi32(zero, c128, w1[0]);
         for (int k = 1; k < 4; ++k) {
           corr0 = _mm512_dpbusd_epi32(corr0, c128, w0[k]);
@@ -126,22 +133,22 @@ struct I8SetRows {
             d1 = _mm512_dpbusd_epi32(d1, x, w1[k]);
           }
           const __m512 xs = _mm512_loadu_ps(reinterpret_cast<const float*>(a + kSetScaleOffset));
-          acc0[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), xs, acc0[j]);
-          acc1[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d1), xs, acc1[j]);
+          a0[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), xs, a0[j]);
+          a1[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d1), xs, a1[j]);
         }
       }
-      for (int j = 0; j < NV; ++j) out0[j] = acc0[j], out1[j] = acc1[j];
+      for (int j = 0; j < NV; ++j) acc0[j] = a0[j], acc1[j] = a1[j];
     }
   }
 
   template <int NV>
-  void row(size_t r, size_t v0, __m512* out) const {
-    const size_t groups = cols / kQ8Group, sets = setsOf(groups);
+  void row(size_t r, size_t v0, size_t s0, size_t s1, __m512* acc) const {
+    const size_t groups = cols / kQ8Group;
     const int8_t* p = data + r * cols;
-    __m512 acc[NV];
-    for (int j = 0; j < NV; ++j) acc[j] = _mm512_setzero_ps();
+    __m512 a[NV];
+    for (int j = 0; j < NV; ++j) a[j] = acc[j];
     const __m512i c128 = _mm512_set1_epi8(char(0x80)), zero = _mm512_setzero_si512();
-    for (size_t s = 0; s < sets; ++s) {
+    for (size_t s = s0; s < s1; ++s) {
       const size_t ng = std::min(kSetGroups, groups - kSetGroups * s);
       __m512i w[4];
       // Non-temporal, kStreamAhead (8 KiB) ahead. One vector (decode) with
@@ -149,24 +156,24 @@ struct I8SetRows {
       // bandwidth on Zen 5, with this 0.8-0.95 (MatvecQ8 I8Row, 2 threads:
       // 37.5 -> 55-58 GB/s beside StreamRead 64-71; a T0 prefetch 2 KiB
       // ahead had cost it more than half on Zen 4).
-      for (int l = 0; l < 4; ++l) prefetchStream(p + kQ8Group * kSetGroups * s + 64 * l);
-      loadTransposed4(p + kQ8Group * kSetGroups * s, kQ8Group * ng, w);
+      for (int l = 0; l < 4; ++l) prefetchStream(p + kSetWeightBytes * s + 64 * l);
+      loadTransposed4(p + kSetWeightBytes * s, kQ8Group * ng, w);
       __m512i corr = _mm512_dpbusd_epi32(zero, c128, w[0]);
       corr = _mm512_dpbusd_epi32(corr, c128, w[1]);
       corr = _mm512_dpbusd_epi32(corr, c128, w[2]);
       corr = _mm512_dpbusd_epi32(corr, c128, w[3]);
       corr = _mm512_sub_epi32(zero, corr);  // -128 * the lane's sum of q
       for (int j = 0; j < NV; ++j) {
-        const int8_t* a = X + (v0 + j) * stride + s * kSetBytes;
-        __m512i d = _mm512_dpbusd_epi32(corr, _mm512_loadu_si512(a), w[0]);
-        d = _mm512_dpbusd_epi32(d, _mm512_loadu_si512(a + 64), w[1]);
-        d = _mm512_dpbusd_epi32(d, _mm512_loadu_si512(a + 128), w[2]);
-        d = _mm512_dpbusd_epi32(d, _mm512_loadu_si512(a + 192), w[3]);
-        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d),
-                                 _mm512_loadu_ps(reinterpret_cast<const float*>(a + kSetScaleOffset)), acc[j]);
+        const int8_t* x = X + (v0 + j) * stride + s * kSetBytes;
+        __m512i d = _mm512_dpbusd_epi32(corr, _mm512_loadu_si512(x), w[0]);
+        d = _mm512_dpbusd_epi32(d, _mm512_loadu_si512(x + 64), w[1]);
+        d = _mm512_dpbusd_epi32(d, _mm512_loadu_si512(x + 128), w[2]);
+        d = _mm512_dpbusd_epi32(d, _mm512_loadu_si512(x + 192), w[3]);
+        a[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d),
+                               _mm512_loadu_ps(reinterpret_cast<const float*>(x + kSetScaleOffset)), a[j]);
       }
     }
-    for (int j = 0; j < NV; ++j) out[j] = acc[j];
+    for (int j = 0; j < NV; ++j) acc[j] = a[j];
   }
 };
 

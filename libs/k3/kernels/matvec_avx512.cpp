@@ -50,6 +50,7 @@ struct DenseRows {
   const uint8_t* bytes;    // the weights, elemBytes per column: what one vector prefetches
   size_t elemBytes;
   static constexpr bool kPacksRows = false;
+  static constexpr bool kBlocksColumns = false;
   static constexpr bool kPairsRows = true;
 
   static __mmask16 tailMask(size_t left) { return left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1); }
