@@ -5,6 +5,7 @@
 #include <benchmark/benchmark.h>
 #include <emmintrin.h>
 #include <immintrin.h>
+#include <sys/mman.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -33,10 +34,15 @@ struct FreeDeleter {
 };
 using Buffer = std::unique_ptr<uint8_t[], FreeDeleter>;
 
-// Page-aligned buffer, touched once (first touch is very slow in this VM, so it
-// must never happen inside a timed loop).
+// 2 MiB-aligned buffer in 2 MiB pages where the kernel has them, as the
+// runtime maps its weights (io/mapped_file.cpp), so the streaming figures
+// see the runtime's TLB behaviour. Touched once (first touch is
+// very slow in this VM, so it must never happen inside a timed loop).
 Buffer allocFilled(size_t bytes, uint8_t fill) {
-  void* p = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+  constexpr size_t kHuge = size_t(2) << 20;
+  const size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
+  void* p = std::aligned_alloc(kHuge, rounded);
+  madvise(p, rounded, MADV_HUGEPAGE);  // advice only: without THP the pages stay small
   std::memset(p, fill, bytes);
   return Buffer(static_cast<uint8_t*>(p));
 }
@@ -273,7 +279,9 @@ Shape shapeOf(const benchmark::State& state, WeightFormat f) {
 // rows x cols x n vectors from the medium preset's dense projections (int8
 // at --bits 8, int4-g64 at --bits 4: 768 x 768, 32-token chunk) and routed
 // experts (MXFP4 w1/w3 512 x 384 and w2 384 x 512, 1-4 tokens each); for
-// the AVX2 and the AVX-512 VNNI kernels.
+// the AVX2 and the AVX-512 VNNI kernels; and 64 rows of K3's expert w1
+// (3584 columns) for 2-8 tokens: the MXFP4 kernels' compute ceiling at the
+// bench preset's shapes, beside ExpertBatchK3Q8 (the same from DRAM).
 void BM_MatmulQ8Shape(benchmark::State& state, WeightFormat f, kernels::Isa isa) {
   if (skipUnsupported(state, isa)) return;
   const auto [w, rows, cols, n] = shapeOf(state, f);
@@ -295,7 +303,7 @@ void BM_MatmulQ8Shape(benchmark::State& state, WeightFormat f, kernels::Isa isa)
   BENCHMARK_CAPTURE(BM_MatmulQ8Shape, MXFP4/name, WeightFormat::MXFP4, isa)                       \
       ->Args({512, 384, 1})->Args({512, 384, 2})->Args({512, 384, 3})->Args({512, 384, 4})        \
       ->Args({512, 384, 8})->Args({384, 512, 1})->Args({384, 512, 2})->Args({384, 512, 4})        \
-      ->Args({384, 512, 8})->UseRealTime()
+      ->Args({384, 512, 8})->Args({64, 3584, 8})->Args({64, 3584, 4})->Args({64, 3584, 2})->Args({64, 512, 8})->UseRealTime()
 K3_Q8_SHAPES(kernels::Isa::Avx2, avx2);
 K3_Q8_SHAPES(kernels::Isa::Avx512, avx512);
 #undef K3_Q8_SHAPES
@@ -355,6 +363,37 @@ void BM_ExpertDecodeK3Q8(benchmark::State& state, kernels::Isa isa) {
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(3 * (matrixBytes + matrixScales)));
 }
 BENCHMARK_CAPTURE(BM_ExpertDecodeK3Q8, MXFP4/avx512, kernels::Isa::Avx512)->Threads(1)->Threads(2)->UseRealTime();
+
+// The same with range(0) tokens per expert: continuous batching's decode
+// step, where 8 conversations x top-16 of 64 experts give each picked
+// expert about two rows (bench preset).
+void BM_ExpertBatchK3Q8(benchmark::State& state, kernels::Isa isa) {
+  if (skipUnsupported(state, isa)) return;
+  constexpr size_t kInter = 3072, kLatent = 3584;
+  const size_t n = size_t(state.range(0));
+  const size_t matrixBytes = kInter * kLatent / 2, matrixScales = kInter * kLatent / kMxfp4Group;
+  const size_t count = kWeightBytes / (3 * matrixBytes);
+  std::vector<int8_t> xq(n * kLatent), hq(n * kInter);
+  std::vector<float> xs(n * kLatent / 32), hs(n * kInter / 32), h1(n * kInter), h3(n * kInter), y(n * kLatent);
+  quantizeActivationsQ8_32(pool().x.data(), n * kLatent, xq.data(), xs.data());
+  quantizeActivationsQ8_32(pool().x.data(), n * kInter, hq.data(), hs.data());
+  size_t e = size_t(state.thread_index()) * count / size_t(state.threads());
+  auto view = [&](size_t expert, size_t m, size_t rows, size_t cols) {
+    const size_t i = 3 * expert + m;
+    return WeightView{WeightFormat::MXFP4, rows, cols, pool().data.get() + i * matrixBytes,
+                      pool().ue8m0.get() + i * matrixScales};
+  };
+  for (auto _ : state) {
+    matmulQ8(isa, view(e, 0, kInter, kLatent), xq.data(), xs.data(), n, h1.data(), 0, kInter);
+    matmulQ8(isa, view(e, 1, kInter, kLatent), xq.data(), xs.data(), n, h3.data(), 0, kInter);
+    matmulQ8(isa, view(e, 2, kLatent, kInter), hq.data(), hs.data(), n, y.data(), 0, kLatent);
+    benchmark::DoNotOptimize(y.data());
+    e = e + 1 == count ? 0 : e + 1;
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(3 * (matrixBytes + matrixScales)));
+}
+BENCHMARK_CAPTURE(BM_ExpertBatchK3Q8, MXFP4/avx512, kernels::Isa::Avx512)
+    ->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Threads(1)->Threads(2)->UseRealTime();
 
 // The f32 path (matvec / matmul) at the medium preset's BF16 shapes, which
 // stay BF16 in every container: the MoE router (608 x 768) and KDA's f_b
@@ -442,7 +481,7 @@ void registerAll() {
     for (WeightFormat f : {WeightFormat::MXFP4, WeightFormat::I8Row})
       benchmark::RegisterBenchmark((std::string("MatmulQ8Stream/") + weightFormatName(f) + "/" + kernels::isaName(isa)).c_str(),
                                    BM_MatmulQ8Stream, f, isa)
-          ->Arg(2)->Arg(4)->Arg(8)->Threads(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+          ->Arg(2)->Arg(4)->Arg(8)->Threads(1)->Threads(2)->UseRealTime()->Unit(benchmark::kMillisecond);
   for (kernels::Isa isa : {kernels::Isa::Scalar, kernels::Isa::Avx2}) {
     std::string s = kernels::isaName(isa);
     benchmark::RegisterBenchmark(("QuantizeInt8Rows/" + s).c_str(), BM_QuantizeInt8, isa)
