@@ -110,7 +110,9 @@ inline void runColumnBlocks(const Kernel& k, size_t v0, size_t r, size_t m, __m5
     for (size_t p = 0; p < pairs; ++p) {
       __m512 a[NV], c[NV];
       for (int j = 0; j < NV; ++j) a[j] = acc[j][2 * p], c[j] = acc[j][2 * p + 1];
-      k.template rowPair<NV>(r + 2 * p, v0, s0, s1, a, c, pairAheadOf(cb, r, pairs, p, b, Kernel::kAheadSteps));
+      // One vector reads a row at a time and prefetches along it (no pair stream).
+      const PairAhead ahead = NV == 1 ? PairAhead{} : pairAheadOf(cb, r, pairs, p, b, Kernel::kAheadSteps);
+      k.template rowPair<NV>(r + 2 * p, v0, s0, s1, a, c, ahead);
       for (int j = 0; j < NV; ++j) acc[j][2 * p] = a[j], acc[j][2 * p + 1] = c[j];
     }
     if (m % 2) {
