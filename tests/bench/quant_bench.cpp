@@ -334,43 +334,14 @@ void BM_ExpertStreamQ8(benchmark::State& state, kernels::Isa isa) {
 }
 BENCHMARK_CAPTURE(BM_ExpertStreamQ8, MXFP4/avx512, kernels::Isa::Avx512)->Arg(1)->Arg(2)->Arg(4)->UseRealTime();
 
-// Decode's experts at K3's real shapes (the bench preset): one token through
-// w1 and w3 (3072 x 3584 MXFP4) then w2 (3584 x 3072), each thread its own
+// Routed experts at K3's real shapes (the bench preset): n tokens through w1
+// and w3 (3072 x 3584 MXFP4) then w2 (3584 x 3072), each thread its own
 // experts back to back through kWeightBytes, as MoeLayer::runExperts hands
 // out whole experts. GB/s of weight bytes (data + scales) beside StreamRead.
-void BM_ExpertDecodeK3Q8(benchmark::State& state, kernels::Isa isa) {
+// (matvecQ8 is matmulQ8 with n = 1: the same kernels.)
+void runExpertsK3Q8(benchmark::State& state, kernels::Isa isa, size_t n) {
   if (skipUnsupported(state, isa)) return;
   constexpr size_t kInter = 3072, kLatent = 3584;
-  const size_t matrixBytes = kInter * kLatent / 2, matrixScales = kInter * kLatent / kMxfp4Group;
-  const size_t count = kWeightBytes / (3 * matrixBytes);
-  std::vector<int8_t> xq(kLatent), hq(kInter);
-  std::vector<float> xs(kLatent / 32), hs(kInter / 32), h1(kInter), h3(kInter), y(kLatent);
-  quantizeActivationsQ8_32(pool().x.data(), kLatent, xq.data(), xs.data());
-  quantizeActivationsQ8_32(pool().x.data(), kInter, hq.data(), hs.data());
-  size_t e = size_t(state.thread_index()) * count / size_t(state.threads());
-  auto view = [&](size_t expert, size_t m, size_t rows, size_t cols) {
-    const size_t i = 3 * expert + m;
-    return WeightView{WeightFormat::MXFP4, rows, cols, pool().data.get() + i * matrixBytes,
-                      pool().ue8m0.get() + i * matrixScales};
-  };
-  for (auto _ : state) {
-    matvecQ8(isa, view(e, 0, kInter, kLatent), xq.data(), xs.data(), h1.data(), 0, kInter);
-    matvecQ8(isa, view(e, 1, kInter, kLatent), xq.data(), xs.data(), h3.data(), 0, kInter);
-    matvecQ8(isa, view(e, 2, kLatent, kInter), hq.data(), hs.data(), y.data(), 0, kLatent);
-    benchmark::DoNotOptimize(y.data());
-    e = e + 1 == count ? 0 : e + 1;
-  }
-  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(3 * (matrixBytes + matrixScales)));
-}
-BENCHMARK_CAPTURE(BM_ExpertDecodeK3Q8, MXFP4/avx512, kernels::Isa::Avx512)->Threads(1)->Threads(2)->UseRealTime();
-
-// The same with range(0) tokens per expert: continuous batching's decode
-// step, where 8 conversations x top-16 of 64 experts give each picked
-// expert about two rows (bench preset).
-void BM_ExpertBatchK3Q8(benchmark::State& state, kernels::Isa isa) {
-  if (skipUnsupported(state, isa)) return;
-  constexpr size_t kInter = 3072, kLatent = 3584;
-  const size_t n = size_t(state.range(0));
   const size_t matrixBytes = kInter * kLatent / 2, matrixScales = kInter * kLatent / kMxfp4Group;
   const size_t count = kWeightBytes / (3 * matrixBytes);
   std::vector<int8_t> xq(n * kLatent), hq(n * kInter);
@@ -391,6 +362,17 @@ void BM_ExpertBatchK3Q8(benchmark::State& state, kernels::Isa isa) {
     e = e + 1 == count ? 0 : e + 1;
   }
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(3 * (matrixBytes + matrixScales)));
+}
+
+// Decode: one token per expert.
+void BM_ExpertDecodeK3Q8(benchmark::State& state, kernels::Isa isa) { runExpertsK3Q8(state, isa, 1); }
+BENCHMARK_CAPTURE(BM_ExpertDecodeK3Q8, MXFP4/avx512, kernels::Isa::Avx512)->Threads(1)->Threads(2)->UseRealTime();
+
+// range(0) tokens per expert: continuous batching's decode step, where 8
+// conversations x top-16 of 64 experts give each picked expert about two
+// rows (bench preset).
+void BM_ExpertBatchK3Q8(benchmark::State& state, kernels::Isa isa) {
+  runExpertsK3Q8(state, isa, size_t(state.range(0)));
 }
 BENCHMARK_CAPTURE(BM_ExpertBatchK3Q8, MXFP4/avx512, kernels::Isa::Avx512)
     ->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Threads(1)->Threads(2)->UseRealTime();
