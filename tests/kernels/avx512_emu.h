@@ -123,6 +123,11 @@ inline __m512i _mm512_sub_epi32(__m512i a, __m512i b) {
 inline __m512i _mm512_xor_si512(__m512i a, __m512i b) { for (int i = 0; i < 64; ++i) a.u8[i] ^= b.u8[i]; return a; }
 inline __m512i _mm512_srli_epi16(__m512i a, unsigned n) { for (auto& v : a.u16) v = uint16_t(n > 15 ? 0 : v >> n); return a; }
 inline __m512i _mm512_srli_epi32(__m512i a, unsigned n) { for (auto& v : a.u32) v = n > 31 ? 0 : v >> n; return a; }
+// Per-lane logical right shift; counts above 31 give 0.
+inline __m512i _mm512_srlv_epi32(__m512i a, __m512i n) {
+  for (int i = 0; i < 16; ++i) a.u32[i] = n.u32[i] > 31 ? 0 : a.u32[i] >> n.u32[i];
+  return a;
+}
 inline __m512i _mm512_slli_epi32(__m512i a, unsigned n) { for (auto& v : a.u32) v = n > 31 ? 0 : v << n; return a; }
 // Sum of 4 products of unsigned bytes of a and signed bytes of b, added to src.
 inline __m512i _mm512_dpbusd_epi32(__m512i src, __m512i a, __m512i b) {
@@ -196,6 +201,12 @@ inline __m128i _mm_shuffle_epi8(__m128i a, __m128i b) {
 #define _MM_FROUND_NO_EXC 0x08
 #endif
 inline __m512i _mm512_set1_epi32(int v) { __m512i r; for (int i = 0; i < 16; ++i) r.i32[i] = v; return r; }
+// Each 64-bit element = a (little-endian: dword lane 2i its low half, 2i + 1 its high half).
+inline __m512i _mm512_set1_epi64(long long a) {
+  __m512i r;
+  for (int i = 0; i < 8; ++i) std::memcpy(&r.u8[8 * i], &a, 8);
+  return r;
+}
 inline __m512 _mm512_and_ps(__m512 a, __m512 b) {
   for (int i = 0; i < 16; ++i) {
     uint32_t x, y;
