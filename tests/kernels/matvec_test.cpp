@@ -83,6 +83,57 @@ TEST(Matvec, EveryIsaAndFormatMatchesOracle) {
   }
 }
 
+// The AVX-512 4-bit kernel (MXFP4, int4) decodes each 16 columns in a
+// permuted lane order and restores it before the reduction: its bits must
+// be those of column-ordered lanes, modelled here from dequantizeRow with
+// the kernel's arithmetic spelled out: four 16-lane accumulators over pairs
+// of 32-column blocks (one pair left over: the first two), each lane an f32
+// fma chain in column order, (a0 + a1) + (a2 + a3), then lanes (i, i + 8),
+// (i, i + 4), (i, i + 2), (0, 1).
+float columnLaneRowModel(const WeightView& w, size_t r, const float* x) {
+  std::vector<float> row(w.cols);
+  dequantizeRow(w, r, row.data());
+  float acc[4][16] = {};
+  const size_t blocks = w.cols / 32;
+  size_t b = 0;
+  for (; b + 2 <= blocks; b += 2)
+    for (int k = 0; k < 4; ++k)
+      for (int l = 0; l < 16; ++l) {
+        const size_t c = 32 * b + 16 * size_t(k) + size_t(l);
+        acc[k][l] = std::fma(row[c], x[c], acc[k][l]);
+      }
+  if (b < blocks)
+    for (int k = 0; k < 2; ++k)
+      for (int l = 0; l < 16; ++l) {
+        const size_t c = 32 * b + 16 * size_t(k) + size_t(l);
+        acc[k][l] = std::fma(row[c], x[c], acc[k][l]);
+      }
+  float s[16];
+  for (int l = 0; l < 16; ++l) s[l] = (acc[0][l] + acc[1][l]) + (acc[2][l] + acc[3][l]);
+  for (int width = 8; width >= 1; width /= 2)
+    for (int l = 0; l < width; ++l) s[l] += s[l + width];
+  return s[0];
+}
+
+TEST(Matvec, Avx512FourBitRowsAreColumnOrderedLanesBitForBit) {
+  if (!isaSupported(kernels::Isa::Avx512)) GTEST_SKIP() << "no AVX-512 on this CPU (the emulated kernel is checked in avx512_emu_test)";
+  for (WeightFormat f : {WeightFormat::MXFP4, WeightFormat::I4G64}) {
+    for (size_t cols : {size_t(64), size_t(544), size_t(3584)}) {
+      if (cols % (f == WeightFormat::I4G64 ? 64 : 32)) continue;
+      TestWeight t = makeWeight(f, kRows, cols, cols + 9 * size_t(f));
+      for (size_t n : {1, 3, 6}) {
+        auto X = k3test::uniformFloats(n * cols, cols + n);
+        std::vector<float> Y(n * kRows, kSentinel);
+        matmul(kernels::Isa::Avx512, t.view, X.data(), n, Y.data(), 0, kRows);
+        for (size_t v = 0; v < n; ++v)
+          for (size_t r = 0; r < kRows; ++r)
+            ASSERT_EQ(f32ToBits(Y[v * kRows + r]), f32ToBits(columnLaneRowModel(t.view, r, X.data() + v * cols)))
+                << weightFormatName(f) << " cols " << cols << " vector " << v << " row " << r;
+      }
+    }
+  }
+}
+
 TEST(Matmul, BitIdenticalToPerVectorMatvec) {
   for (WeightFormat f : kFormats) {
     size_t cols = f == WeightFormat::MXFP4 ? 544 : f == WeightFormat::I4G64 ? 192 : 1001;
