@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,29 @@ TEST(Quantize, Int8RowsBitExactWithNumpy) {
       quantizeInt8Rows(isa, w.data(), rows, cols, q.data(), s.data());
       EXPECT_EQ(bytesOf(q), want.q);
       EXPECT_EQ(bytesOf(s), want.scales);
+    }
+  }
+}
+
+// Each value is q * s rounded once to f32: the product of an int8 and an f32
+// is exact in double, so rounding that to float is the expectation. Scales
+// include a subnormal, a negative one (zero becomes -0), and one where 127 * s
+// overflows to inf.
+TEST(Quantize, DequantizeInt8RowsIsOneRoundedProductOnEveryIsa) {
+  const float scales[] = {0.0123f, 3e-39f, -1.5f, 3e38f, 1.0f};
+  const size_t rows = std::size(scales);
+  for (size_t cols : {size_t(1), size_t(7), size_t(8), size_t(9), size_t(100), size_t(512)}) {
+    std::vector<int8_t> q(rows * cols);
+    for (size_t i = 0; i < q.size(); ++i) q[i] = int8_t(int(i * 37 % 256) - 128);
+    std::vector<float> want(rows * cols);
+    for (size_t r = 0; r < rows; ++r)
+      for (size_t c = 0; c < cols; ++c)
+        want[r * cols + c] = float(double(q[r * cols + c]) * double(scales[r]));
+    for (kernels::Isa isa : k3test::supportedIsas()) {
+      SCOPED_TRACE(std::string(kernels::isaName(isa)) + " cols " + std::to_string(cols));
+      std::vector<float> out(rows * cols, 7.0f);
+      dequantizeInt8Rows(isa, q.data(), scales, rows, cols, out.data());
+      EXPECT_EQ(bytesOf(out), bytesOf(want));
     }
   }
 }

@@ -16,7 +16,8 @@ namespace k3::codec {
   void f16ToF32(const uint16_t* in, float* out, size_t n);                                   \
   void f32ToBf16(const float* in, uint16_t* out, size_t n);                                  \
   void quantizeInt8Rows(const float* w, size_t rows, size_t cols, int8_t* q, float* scales); \
-  void quantizeInt4G64(const float* w, size_t rows, size_t cols, uint8_t* packed, float* scales);
+  void quantizeInt4G64(const float* w, size_t rows, size_t cols, uint8_t* packed, float* scales);  \
+  void dequantizeInt8Rows(const int8_t* q, const float* scales, size_t rows, size_t cols, float* out);
 
 namespace scalar { K3_CODEC_KERNELS }
 namespace avx2 { K3_CODEC_KERNELS }

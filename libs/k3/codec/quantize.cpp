@@ -60,11 +60,20 @@ void quantizeInt4G64(const float* w, size_t rows, size_t cols, uint8_t* packed, 
     scales[g] = s;
   }
 }
+void dequantizeInt8Rows(const int8_t* q, const float* scales, size_t rows, size_t cols, float* out) {
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t c = 0; c < cols; ++c) out[r * cols + c] = float(q[r * cols + c]) * scales[r];
+}
 }  // namespace scalar
 
 void quantizeInt8Rows(kernels::Isa isa, const float* w, size_t rows, size_t cols, int8_t* q,
                       float* scales) {
   K3_KERNEL_FOR(kernels::requireIsa(isa, "quantizeInt8Rows"), quantizeInt8Rows)(w, rows, cols, q, scales);
+}
+
+void dequantizeInt8Rows(kernels::Isa isa, const int8_t* q, const float* scales, size_t rows, size_t cols,
+                        float* out) {
+  K3_KERNEL_FOR(kernels::requireIsa(isa, "dequantizeInt8Rows"), dequantizeInt8Rows)(q, scales, rows, cols, out);
 }
 
 void quantizeInt4G64(kernels::Isa isa, const float* w, size_t rows, size_t cols, uint8_t* packed,
@@ -76,6 +85,9 @@ void quantizeInt4G64(kernels::Isa isa, const float* w, size_t rows, size_t cols,
 
 void quantizeInt8Rows(const float* w, size_t rows, size_t cols, int8_t* q, float* scales) {
   quantizeInt8Rows(kernels::bestIsa(), w, rows, cols, q, scales);
+}
+void dequantizeInt8Rows(const int8_t* q, const float* scales, size_t rows, size_t cols, float* out) {
+  dequantizeInt8Rows(kernels::bestIsa(), q, scales, rows, cols, out);
 }
 void quantizeInt4G64(const float* w, size_t rows, size_t cols, uint8_t* packed, float* scales) {
   quantizeInt4G64(kernels::bestIsa(), w, rows, cols, packed, scales);

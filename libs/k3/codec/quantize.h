@@ -32,8 +32,15 @@ void quantizeInt4G64(const float* w, size_t rows, size_t cols, uint8_t* packed, 
 void downcastInt8ToInt4G64(const int8_t* q8, const float* rowScales, size_t rows, size_t cols,
                            uint8_t* packed, float* scales);
 
+// The inverse of quantizeInt8Rows: out[r, c] = float(q[r, c]) * scales[r],
+// one f32 multiply each, so every ISA gives the same bits (dequantizeRow's
+// int8 case; MLA's kv_b rows are dequantised this way every decode step).
+void dequantizeInt8Rows(const int8_t* q, const float* scales, size_t rows, size_t cols, float* out);
+
 // The same quantizers on a named ISA (tests); throw Unsupported if absent.
 void quantizeInt8Rows(kernels::Isa isa, const float* w, size_t rows, size_t cols, int8_t* q, float* scales);
+void dequantizeInt8Rows(kernels::Isa isa, const int8_t* q, const float* scales, size_t rows, size_t cols,
+                        float* out);
 void quantizeInt4G64(kernels::Isa isa, const float* w, size_t rows, size_t cols, uint8_t* packed,
                      float* scales);
 

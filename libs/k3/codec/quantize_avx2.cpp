@@ -55,4 +55,20 @@ void quantizeInt4G64(const float* w, size_t rows, size_t cols, uint8_t* packed, 
   }
 }
 
+// 8 columns a step: widen, convert (exact), one multiply by the row's scale.
+void dequantizeInt8Rows(const int8_t* q, const float* scales, size_t rows, size_t cols, float* out) {
+  for (size_t r = 0; r < rows; ++r) {
+    const int8_t* src = q + r * cols;
+    float* dst = out + r * cols;
+    const float s = scales[r];
+    const __m256 vs = _mm256_set1_ps(s);
+    size_t c = 0;
+    for (; c + 8 <= cols; c += 8) {
+      const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + c));
+      _mm256_storeu_ps(dst + c, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b)), vs));
+    }
+    for (; c < cols; ++c) dst[c] = float(src[c]) * s;
+  }
+}
+
 }  // namespace k3::codec::avx2

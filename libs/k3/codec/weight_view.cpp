@@ -125,9 +125,8 @@ void dequantizeRow(const WeightView& w, size_t row, float* out) {
       break;
     }
     case WeightFormat::I8Row: {
-      const int8_t* p = static_cast<const int8_t*>(w.data) + row * cols;
-      float s = static_cast<const float*>(w.scales)[row];
-      for (size_t i = 0; i < cols; ++i) out[i] = float(p[i]) * s;
+      dequantizeInt8Rows(static_cast<const int8_t*>(w.data) + row * cols, static_cast<const float*>(w.scales) + row,
+                         1, cols, out);
       break;
     }
     case WeightFormat::I4G64: {
