@@ -41,6 +41,16 @@ constexpr int kDenseVecGroup = 4;  // DenseRows: pairs of rows x 4 vectors x 2 a
 // beside StreamRead 64-71; the 2 KiB T0 prefetch of the batched path had
 // cost decode a third on Zen 4). Batches keep their own prefetch.
 
+inline __mmask16 tailMask(size_t left) { return left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1); }
+
+// 16 int8 weights at p as f32 (the masked form reads only the mask's lanes).
+inline __m512 widenI8(const int8_t* p) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
+inline __m512 widenI8(const int8_t* p, __mmask16 m) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p)));
+}
+
 template <class Load16>
 struct DenseRows {
   const float* X;
@@ -52,8 +62,6 @@ struct DenseRows {
   static constexpr bool kPacksRows = false;
   static constexpr bool kBlocksColumns = false;
   static constexpr bool kPairsRows = true;
-
-  static __mmask16 tailMask(size_t left) { return left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1); }
 
   template <int NV>
   void row(size_t r, size_t v0, __m512* out) const {
@@ -134,44 +142,22 @@ void runDense(const WeightView& w, const float* X, size_t n, float* Y, size_t r0
 // input and combine projections 4-14 % less. Row pairs (four chains) had
 // been slower from DRAM (quant_bench Matvec I8Row, 2 threads: 49.8, 49.5 ->
 // 40.4, 40.0 GB/s).
-struct I8RowTiles {
-  const float* X;
+struct I8Load16 {
+  const int8_t* d;
   size_t cols;
-  const int8_t* data;
-  const float* rowScales;
-  static constexpr bool kPacksRows = true;
-  static constexpr bool kBlocksColumns = false;
+  __m512 operator()(size_t r, size_t i, __mmask16 m) const { return widenI8(d + r * cols + i, m); }
+};
+
+struct I8RowTiles : DenseRows<I8Load16> {
+  static constexpr bool kPacksRows = true;  // rows of a run shorter than 16 go through DenseRows::row
   static constexpr bool kPairsRows = false;
   static constexpr int kTile = 8;
-  static __m512 widen(const int8_t* p) {
-    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
-  }
-  static __m512 widenTail(const int8_t* p, __mmask16 m) {
-    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p)));
-  }
-  static __mmask16 tailMask(size_t left) { return left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1); }
-  // The rows of a run shorter than 16, one at a time.
-  template <int NV>
-  void row(size_t r, size_t, __m512* out) const {
-    static_assert(NV == 1, "I8RowTiles is the one-vector kernel");
-    const int8_t* p = data + r * cols;
-    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-    size_t i = 0;
-    for (; i + 32 <= cols; i += 32) {
-      prefetchStream(p + i);
-      a0 = _mm512_fmadd_ps(widen(p + i), _mm512_loadu_ps(X + i), a0);
-      a1 = _mm512_fmadd_ps(widen(p + i + 16), _mm512_loadu_ps(X + i + 16), a1);
-    }
-    for (; i < cols; i += 16) {
-      const __mmask16 m = tailMask(cols - i);
-      a0 = _mm512_fmadd_ps(widenTail(p + i, m), _mm512_maskz_loadu_ps(m, X + i), a0);
-    }
-    out[0] = _mm512_add_ps(a0, a1);
-  }
+
   // Rows r .. r + 15 into acc[0][0 .. 15], two tiles of eight.
   template <int NV>
   bool block16(size_t r, size_t, __m512 (*acc)[16]) const {
     static_assert(NV == 1, "I8RowTiles is the one-vector kernel");
+    const int8_t* data = load16.d;
     const size_t tileBytes = kTile * cols;
     const size_t ahead = tileBytes * ((kStreamAhead + tileBytes - 1) / tileBytes) - kStreamAhead;  // prefetchStream adds kStreamAhead
     for (int t = 0; t < 16; t += kTile) {
@@ -183,14 +169,14 @@ struct I8RowTiles {
         const __m512 x0 = _mm512_loadu_ps(X + i), x1 = _mm512_loadu_ps(X + i + 16);
         for (int k = 0; k < kTile; ++k) {
           prefetchStream(p[k] + ahead + i);
-          a0[k] = _mm512_fmadd_ps(widen(p[k] + i), x0, a0[k]);
-          a1[k] = _mm512_fmadd_ps(widen(p[k] + i + 16), x1, a1[k]);
+          a0[k] = _mm512_fmadd_ps(widenI8(p[k] + i), x0, a0[k]);
+          a1[k] = _mm512_fmadd_ps(widenI8(p[k] + i + 16), x1, a1[k]);
         }
       }
       for (; i < cols; i += 16) {
         const __mmask16 m = tailMask(cols - i);
         const __m512 x = _mm512_maskz_loadu_ps(m, X + i);
-        for (int k = 0; k < kTile; ++k) a0[k] = _mm512_fmadd_ps(widenTail(p[k] + i, m), x, a0[k]);
+        for (int k = 0; k < kTile; ++k) a0[k] = _mm512_fmadd_ps(widenI8(p[k] + i, m), x, a0[k]);
       }
       for (int k = 0; k < kTile; ++k) acc[0][t + k] = _mm512_add_ps(a0[k], a1[k]);
     }
@@ -318,15 +304,13 @@ void matmul(const WeightView& w, const float* X, size_t n, float* Y, size_t r0, 
       }, 2);
     }
     case WeightFormat::I8Row: {
-      const int8_t* d = static_cast<const int8_t*>(w.data);
+      const I8Load16 load16{static_cast<const int8_t*>(w.data), cols};
       const float* s = static_cast<const float*>(w.scales);
-      if (n == 1) return runBlocked16<1>(I8RowTiles{X, cols, d, s}, 1, r0, r1, w.rows, Y);
-      return runDense(
-          w, X, n, Y, r0, r1,
-          [d, cols](size_t r, size_t i, __mmask16 m) {
-            return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, d + r * cols + i)));
-          },
-          1, s);
+      if (n == 1) {
+        const I8RowTiles k{{X, cols, load16, s, static_cast<const uint8_t*>(w.data), 1}};
+        return runBlocked16<1>(k, 1, r0, r1, w.rows, Y);
+      }
+      return runDense(w, X, n, Y, r0, r1, load16, 1, s);
     }
     case WeightFormat::I4G64: {
       const float* s = static_cast<const float*>(w.scales);
