@@ -208,9 +208,19 @@ inline __m512i laneColumns() {
                            laneColumn(15));
 }
 
-// The lane that holds column i: the inverse of laneColumn.
+// The lane that holds column c: the inverse of laneColumn.
+constexpr int columnLane(int c) { return c < 8 ? 2 * c : 2 * (c - 8) + 1; }
+constexpr bool columnLaneInvertsLaneColumn() {
+  for (int c = 0; c < 16; ++c)
+    if (laneColumn(columnLane(c)) != c) return false;
+  return true;
+}
+static_assert(columnLaneInvertsLaneColumn());
+
 inline __m512i columnLanes() {
-  return _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+  return _mm512_setr_epi32(columnLane(0), columnLane(1), columnLane(2), columnLane(3), columnLane(4), columnLane(5),
+                           columnLane(6), columnLane(7), columnLane(8), columnLane(9), columnLane(10),
+                           columnLane(11), columnLane(12), columnLane(13), columnLane(14), columnLane(15));
 }
 
 template <class BlockScale>
