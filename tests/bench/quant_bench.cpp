@@ -5,6 +5,7 @@
 #include <benchmark/benchmark.h>
 #include <emmintrin.h>
 #include <immintrin.h>
+#include <malloc.h>
 #include <sys/mman.h>
 
 #include <cstdlib>
@@ -21,6 +22,13 @@
 #include "k3/kernels/matvec.h"
 
 namespace {
+
+// A prefill kernel's scratch past glibc's mmap threshold (128 KiB: the
+// re-laid activations of 64 tokens) was mapped and zeroed on every call
+// here, a quarter of a hot loop's time in clear_page, where k3-run's
+// long-lived process reuses its heap (a 64-token prefill faults ~1000
+// pages in all). So the benchmark keeps such blocks on its heap too.
+const bool kHeapLikeTheRuntime = mallopt(M_MMAP_THRESHOLD, 16 << 20) && mallopt(M_TRIM_THRESHOLD, 64 << 20);
 
 using namespace k3::codec;
 using namespace k3::kernels;
@@ -54,7 +62,7 @@ struct Pool {
   Buffer data = allocFilled(kWeightBytes, 0x3c);
   Buffer fscales = allocFilled(kWeightBytes / 8, 0x3c);
   Buffer ue8m0 = allocFilled(kWeightBytes / 8, 0x7f);
-  std::vector<float> x = std::vector<float>(kCols * 16, 0.5f);
+  std::vector<float> x = std::vector<float>(kCols * 64, 0.5f);  // up to 64 vectors of kCols
 };
 Pool& pool() {
   static Pool p;  // benchmark fixture data, built on first use
@@ -279,9 +287,11 @@ Shape shapeOf(const benchmark::State& state, WeightFormat f) {
 // rows x cols x n vectors from the medium preset's dense projections (int8
 // at --bits 8, int4-g64 at --bits 4: 768 x 768, 32-token chunk) and routed
 // experts (MXFP4 w1/w3 512 x 384 and w2 384 x 512, 1-4 tokens each); for
-// the AVX2 and the AVX-512 VNNI kernels; and 64 rows of K3's expert w1
-// (3584 columns) for 2-8 tokens: the MXFP4 kernels' compute ceiling at the
-// bench preset's shapes, beside ExpertBatchK3Q8 (the same from DRAM).
+// the AVX2 and the AVX-512 VNNI kernels; 64 rows of K3's expert w1 (3584
+// columns) for 2-16 tokens: the MXFP4 kernels' compute ceiling at the
+// bench preset's shapes, beside ExpertBatchK3Q8 (the same from DRAM); and
+// 128 rows of K3's 7168-column int8 projections for a 16- and a 64-token
+// prefill chunk (the dense prefill's compute ceiling).
 void BM_MatmulQ8Shape(benchmark::State& state, WeightFormat f, kernels::Isa isa) {
   if (skipUnsupported(state, isa)) return;
   const auto [w, rows, cols, n] = shapeOf(state, f);
@@ -297,13 +307,14 @@ void BM_MatmulQ8Shape(benchmark::State& state, WeightFormat f, kernels::Isa isa)
 }
 #define K3_Q8_SHAPES(isa, name)                                                                  \
   BENCHMARK_CAPTURE(BM_MatmulQ8Shape, I8Row/name, WeightFormat::I8Row, isa)                       \
-      ->Args({768, 768, 1})->Args({768, 768, 32})->UseRealTime();                                 \
+      ->Args({768, 768, 1})->Args({768, 768, 32})->Args({128, 7168, 16})->Args({128, 7168, 64})   \
+      ->UseRealTime();                                                                            \
   BENCHMARK_CAPTURE(BM_MatmulQ8Shape, I4G64/name, WeightFormat::I4G64, isa)                       \
       ->Args({768, 768, 1})->Args({768, 768, 32})->UseRealTime();                                 \
   BENCHMARK_CAPTURE(BM_MatmulQ8Shape, MXFP4/name, WeightFormat::MXFP4, isa)                       \
       ->Args({512, 384, 1})->Args({512, 384, 2})->Args({512, 384, 3})->Args({512, 384, 4})        \
       ->Args({512, 384, 8})->Args({384, 512, 1})->Args({384, 512, 2})->Args({384, 512, 4})        \
-      ->Args({384, 512, 8})->Args({64, 3584, 8})->Args({64, 3584, 4})->Args({64, 3584, 2})->Args({64, 512, 8})->UseRealTime()
+      ->Args({384, 512, 8})->Args({64, 3584, 8})->Args({64, 3584, 4})->Args({64, 3584, 2})->Args({64, 3584, 16})->Args({64, 512, 8})->UseRealTime()
 K3_Q8_SHAPES(kernels::Isa::Avx2, avx2);
 K3_Q8_SHAPES(kernels::Isa::Avx512, avx512);
 #undef K3_Q8_SHAPES
@@ -463,7 +474,7 @@ void registerAll() {
     for (WeightFormat f : {WeightFormat::MXFP4, WeightFormat::I8Row})
       benchmark::RegisterBenchmark((std::string("MatmulQ8Stream/") + weightFormatName(f) + "/" + kernels::isaName(isa)).c_str(),
                                    BM_MatmulQ8Stream, f, isa)
-          ->Arg(2)->Arg(4)->Arg(8)->Threads(1)->Threads(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+          ->Arg(2)->Arg(4)->Arg(8)->Arg(16)->Threads(1)->Threads(2)->UseRealTime()->Unit(benchmark::kMillisecond);
   for (kernels::Isa isa : {kernels::Isa::Scalar, kernels::Isa::Avx2}) {
     std::string s = kernels::isaName(isa);
     benchmark::RegisterBenchmark(("QuantizeInt8Rows/" + s).c_str(), BM_QuantizeInt8, isa)
