@@ -20,6 +20,8 @@
 #include "k3/kernels/act_q8.h"
 #include "k3/kernels/cpu_features.h"
 #include "k3/kernels/matvec.h"
+#include "k3/io/thread_pool.h"
+#include "k3/model/linear.h"
 
 namespace {
 
@@ -436,6 +438,35 @@ void BM_Bf16ToF32(benchmark::State& state, kernels::Isa isa) {
   for (auto _ : state) bf16ToF32(isa, in, out.data(), n);
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(n * 2));
 }
+
+// The runtime's way through a matrix: k3::model::linear on a two-thread
+// pool (guided takes of 16-row grains, one fork-join per call), in range(0)
+// calls of equal parts of the 256 MiB, beside Matvec's two benchmark
+// threads that each stream a fixed half. What a call costs: 30 calls of
+// 8.5 MiB read ~10 % slower than one (48 vs 53 GB/s here); takes of half
+// the remainder instead of a quarter, or of at least 4 grains, did not
+// change that.
+void BM_LinearPool(benchmark::State& state, WeightFormat f) {
+  static k3::ThreadPool tp(2);  // the benchmark's own pool, built on first use
+  WeightView w = viewFor(f, kWeightBytes);
+  const size_t parts = size_t(state.range(0));
+  std::vector<WeightView> views(parts);
+  const size_t rowBytes = w.cols * bytesPerWeightX2(f) / 2;
+  for (size_t i = 0; i < parts; ++i) {
+    views[i] = w;
+    const size_t a = w.rows * i / parts, b = w.rows * (i + 1) / parts;
+    views[i].rows = b - a;
+    views[i].data = static_cast<const uint8_t*>(w.data) + a * rowBytes;
+    views[i].scales = static_cast<const float*>(w.scales) + a;
+  }
+  std::vector<float> y(w.rows);
+  for (auto _ : state) {
+    for (size_t i = 0; i < parts; ++i) k3::model::linear(tp, views[i], pool().x.data(), 1, y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(weightDataBytes(w) + weightScaleBytes(w)));
+}
+BENCHMARK_CAPTURE(BM_LinearPool, I8Row, WeightFormat::I8Row)->Arg(1)->Arg(3)->Arg(30)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 void registerAll() {
   const WeightFormat formats[] = {WeightFormat::F32, WeightFormat::BF16, WeightFormat::I8Row,
