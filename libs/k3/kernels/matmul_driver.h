@@ -36,6 +36,14 @@ constexpr size_t kPrefetchAhead = 2048;
 constexpr size_t kStreamAhead = 8192;
 // A non-temporal prefetch of the line kStreamAhead bytes past p (prefetchnta).
 inline void prefetchStream(const void* p) { __builtin_prefetch(static_cast<const char*>(p) + kStreamAhead, 0, 0); }
+// For a one-vector kernel that reads tiles of rows at the same columns
+// (tileBytes a tile): the offset to pass prefetchStream so that each row
+// prefetches the same columns kStreamAhead or more on, a whole number of
+// tiles, i.e. rows of the tiles to come. A row prefetching past its own end
+// would land in its neighbour, which its own tile reads now.
+constexpr size_t tileStreamOffset(size_t tileBytes) {
+  return tileBytes * ((kStreamAhead + tileBytes - 1) / tileBytes) - kStreamAhead;
+}
 
 // Kernel must provide: template <int NV> void row(size_t r, size_t v0, float* out) const;
 // computing out[j] = result of row r for vector v0 + j, j < NV.

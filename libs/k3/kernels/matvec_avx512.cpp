@@ -158,8 +158,7 @@ struct I8RowTiles : DenseRows<I8Load16> {
   bool block16(size_t r, size_t, __m512 (*acc)[16]) const {
     static_assert(NV == 1, "I8RowTiles is the one-vector kernel");
     const int8_t* data = load16.d;
-    const size_t tileBytes = kTile * cols;
-    const size_t ahead = tileBytes * ((kStreamAhead + tileBytes - 1) / tileBytes) - kStreamAhead;  // prefetchStream adds kStreamAhead
+    const size_t ahead = tileStreamOffset(kTile * cols);
     for (int t = 0; t < 16; t += kTile) {
       const int8_t* p[kTile];
       __m512 a0[kTile], a1[kTile];
@@ -291,8 +290,7 @@ struct NibbleRows {
       for (int q = 0; q < 4; ++q) acc[k][q] = _mm512_setzero_ps();
     }
     const size_t blocks = cols / 32;
-    const size_t tileBytes = kTile * cols / 2;
-    const size_t ahead = tileBytes * ((kStreamAhead + tileBytes - 1) / tileBytes) - kStreamAhead;  // prefetchStream adds kStreamAhead
+    const size_t ahead = tileStreamOffset(kTile * cols / 2);
     size_t b = 0;
     for (; b + 2 <= blocks; b += 2) {
       __m512 x[4];
