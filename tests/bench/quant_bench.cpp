@@ -409,6 +409,13 @@ BENCHMARK_CAPTURE(BM_MatmulShape, BF16/avx2, WeightFormat::BF16, kernels::Isa::A
     ->Args({608, 768, 1})->Args({768, 128, 1})->Args({608, 768, 32})->UseRealTime();
 BENCHMARK_CAPTURE(BM_MatmulShape, BF16/avx512, WeightFormat::BF16, kernels::Isa::Avx512)
     ->Args({608, 768, 1})->Args({768, 128, 1})->Args({608, 768, 32})->UseRealTime();
+// The f32 path's routed-expert prefill (the default --activations f32): 64
+// rows of K3's expert w1 (3584 columns) for 16 tokens, and the same rows cut
+// to 512 columns (its activations fit L1).
+BENCHMARK_CAPTURE(BM_MatmulShape, MXFP4/avx2, WeightFormat::MXFP4, kernels::Isa::Avx2)
+    ->Args({64, 3584, 16})->Args({64, 3584, 1})->Args({448, 512, 16})->UseRealTime();
+BENCHMARK_CAPTURE(BM_MatmulShape, MXFP4/avx512, WeightFormat::MXFP4, kernels::Isa::Avx512)
+    ->Args({64, 3584, 16})->Args({64, 3584, 1})->Args({448, 512, 16})->UseRealTime();
 
 void BM_QuantizeInt8(benchmark::State& state, kernels::Isa isa) {
   if (skipUnsupported(state, isa)) return;

@@ -14,6 +14,7 @@
 
 #include "k3/codec/bf16.h"
 #include "k3/codec/mxfp4.h"
+#include "k3/codec/quantize.h"
 #include "k3/io/error.h"
 #include "k3/kernels/act_q8.h"
 #include "kernels/weight_fixtures.h"
@@ -128,6 +129,61 @@ TEST(Matvec, Avx512FourBitRowsAreColumnOrderedLanesBitForBit) {
         for (size_t v = 0; v < n; ++v)
           for (size_t r = 0; r < kRows; ++r)
             ASSERT_EQ(f32ToBits(Y[v * kRows + r]), f32ToBits(columnLaneRowModel(t.view, r, X.data() + v * cols)))
+                << weightFormatName(f) << " cols " << cols << " vector " << v << " row " << r;
+      }
+    }
+  }
+}
+
+// The AVX2 4-bit kernel decodes each 32-column block to its integer values
+// (doubled e2m1, or nibble - 8) and sums their products in a fresh chain per
+// block, added times the block's factor to one 8-lane accumulator: its bits,
+// modelled here from the packed nibbles with that arithmetic spelled out
+// (lane l of block b: columns 32b + 8k + l, k = 0..3, mul then fma), then the
+// lanes ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)). Every one of the
+// 16 codes occurs, so a wrong decode table entry fails here bit for bit.
+float avx2NibbleRowModel(const WeightView& w, size_t r, const float* x) {
+  const auto* d = static_cast<const uint8_t*>(w.data);
+  const float doubledE2m1[8] = {0, 1, 2, 3, 4, 6, 8, 12};
+  auto value = [&](size_t c) {
+    const uint8_t b = d[(r * w.cols + c) / 2];
+    const int n = c % 2 ? b >> 4 : b & 15;
+    if (w.format == WeightFormat::I4G64) return float(n - 8);
+    return n == 8 ? 0.0f : n > 8 ? -doubledE2m1[n - 8] : doubledE2m1[n];
+  };
+  auto factor = [&](size_t b) {
+    if (w.format == WeightFormat::I4G64)
+      return static_cast<const float*>(w.scales)[r * (w.cols / kInt4Group) + b / 2];
+    return ue8m0ToF32(static_cast<const uint8_t*>(w.scales)[r * (w.cols / kMxfp4Group) + b]) * 0.5f;
+  };
+  float acc[8] = {};
+  for (size_t b = 0; b < w.cols / 32; ++b) {
+    const float f = factor(b);
+    for (int l = 0; l < 8; ++l) {
+      float t = value(32 * b + l) * x[32 * b + l];
+      for (int k = 1; k < 4; ++k) {
+        const size_t c = 32 * b + 8 * size_t(k) + size_t(l);
+        t = std::fma(value(c), x[c], t);
+      }
+      acc[l] = std::fma(t, f, acc[l]);
+    }
+  }
+  return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+}
+
+TEST(Matvec, Avx2FourBitRowsAreBlockChainsBitForBit) {
+  if (!isaSupported(kernels::Isa::Avx2)) GTEST_SKIP() << "no AVX2 on this CPU";
+  for (WeightFormat f : {WeightFormat::MXFP4, WeightFormat::I4G64}) {
+    for (size_t cols : {size_t(64), size_t(544), size_t(3584)}) {
+      if (cols % (f == WeightFormat::I4G64 ? 64 : 32)) continue;
+      TestWeight t = makeWeight(f, kRows, cols, cols + 5 * size_t(f));
+      for (size_t n : {1, 2, 5, 8}) {  // every tile shape: 8/4/1 rows x 1, 2 x 2, 1 x 4 and 1 x 8 vectors
+        auto X = k3test::uniformFloats(n * cols, cols + 3 * n);
+        std::vector<float> Y(n * kRows, kSentinel);
+        matmul(kernels::Isa::Avx2, t.view, X.data(), n, Y.data(), 0, kRows);
+        for (size_t v = 0; v < n; ++v)
+          for (size_t r = 0; r < kRows; ++r)
+            ASSERT_EQ(f32ToBits(Y[v * kRows + r]), f32ToBits(avx2NibbleRowModel(t.view, r, X.data() + v * cols)))
                 << weightFormatName(f) << " cols " << cols << " vector " << v << " row " << r;
       }
     }
