@@ -19,6 +19,10 @@
 // Thread-safe: no shared mutable state.
 #include <immintrin.h>
 
+#include <array>
+#include <bit>
+#include <cstdint>
+
 #include "k3/codec/bf16.h"
 #include "k3/codec/mxfp4.h"
 #include "k3/codec/quantize.h"
@@ -122,6 +126,16 @@ struct NibbleDecoder {
   float dec1(size_t, size_t) const { return 0.0f; }                  // unused
   float finish(size_t, float v) const { return v; }
 };
+
+// An MXFP4 block's factor, 2^(s-127) * 0.5 (ue8m0ToF32(s) * 0.5, exactly), by
+// scale byte: one broadcast load per block instead of a shift, a move into
+// a vector register, a multiply and a register broadcast (quant_bench Matvec
+// MXFP4/avx2, alternating, hot median 5.8 -> 6.4 GB/s, 2 threads 9.3 -> 10.3).
+constexpr std::array<float, 256> kHalfUe8m0 = [] {
+  std::array<float, 256> t{};
+  for (uint32_t s = 0; s < 256; ++s) t[s] = std::bit_cast<float>(s << 23) * 0.5f;
+  return t;
+}();
 
 // ---- tiles of NR rows x NV vectors
 
@@ -268,7 +282,7 @@ void matmul(const WeightView& w, const float* X, size_t n, float* Y, size_t r0, 
                                            0x40, char(0x80), char(0xC0), 0, 0x40),
                              _mm_setr_epi8(0, 0x3F, 0x40, 0x40, 0x40, 0x40, 0x41, 0x41, 0, char(0xBF), char(0xC0),
                                            char(0xC0), char(0xC0), char(0xC0), char(0xC1), char(0xC1)),
-                             [s, gpr](size_t r, size_t b) { return ue8m0ToF32(s[r * gpr + b]) * 0.5f; });
+                             [s, gpr](size_t r, size_t b) { return kHalfUe8m0[s[r * gpr + b]]; });
       return run(d, w, X, n, Y, r0, r1);
     }
   }
