@@ -87,6 +87,10 @@ template <int NQ>
 inline void latentRows(const float* p, size_t pStride, const float* L, size_t len, size_t kvr, float* cl,
                        size_t clStride) {
   size_t i = 0;
+  // One query (a decode token's absorbed q_nope, len = the head's 128 key
+  // rows): 8 accumulators, not 2, so the FMA chains over s overlap.
+  if constexpr (NQ == 1)
+    for (; i + 64 <= kvr; i += 64) latentBlock<1, 8, false>(p, pStride, L, len, kvr, i, cl, clStride);
   for (; i + 16 <= kvr; i += 16) latentBlock<NQ, 2, false>(p, pStride, L, len, kvr, i, cl, clStride);
   for (; i + 8 <= kvr; i += 8) latentBlock<NQ, 1, false>(p, pStride, L, len, kvr, i, cl, clStride);
   if (i < kvr) latentBlock<NQ, 1, true>(p, pStride, L, len, kvr, i, cl, clStride);
