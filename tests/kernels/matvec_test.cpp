@@ -116,23 +116,31 @@ float columnLaneRowModel(const WeightView& w, size_t r, const float* x) {
   return s[0];
 }
 
-TEST(Matvec, Avx512FourBitRowsAreColumnOrderedLanesBitForBit) {
-  if (!isaSupported(kernels::Isa::Avx512)) GTEST_SKIP() << "no AVX-512 on this CPU (the emulated kernel is checked in avx512_emu_test)";
+// MXFP4 and int4-g64 rows of 64, 544 and 3584 columns (int4: the multiples
+// of 64) through `isa`'s matmul with each of `ns` vectors: every result's
+// bits must be model(view, row, vector).
+template <class RowModel>
+void expectFourBitMatmulIsModel(kernels::Isa isa, std::initializer_list<size_t> ns, RowModel model) {
   for (WeightFormat f : {WeightFormat::MXFP4, WeightFormat::I4G64}) {
     for (size_t cols : {size_t(64), size_t(544), size_t(3584)}) {
       if (cols % (f == WeightFormat::I4G64 ? 64 : 32)) continue;
       TestWeight t = makeWeight(f, kRows, cols, cols + 9 * size_t(f));
-      for (size_t n : {1, 3, 6}) {
+      for (size_t n : ns) {
         auto X = k3test::uniformFloats(n * cols, cols + n);
         std::vector<float> Y(n * kRows, kSentinel);
-        matmul(kernels::Isa::Avx512, t.view, X.data(), n, Y.data(), 0, kRows);
+        matmul(isa, t.view, X.data(), n, Y.data(), 0, kRows);
         for (size_t v = 0; v < n; ++v)
           for (size_t r = 0; r < kRows; ++r)
-            ASSERT_EQ(f32ToBits(Y[v * kRows + r]), f32ToBits(columnLaneRowModel(t.view, r, X.data() + v * cols)))
+            ASSERT_EQ(f32ToBits(Y[v * kRows + r]), f32ToBits(model(t.view, r, X.data() + v * cols)))
                 << weightFormatName(f) << " cols " << cols << " vector " << v << " row " << r;
       }
     }
   }
+}
+
+TEST(Matvec, Avx512FourBitRowsAreColumnOrderedLanesBitForBit) {
+  if (!isaSupported(kernels::Isa::Avx512)) GTEST_SKIP() << "no AVX-512 on this CPU (the emulated kernel is checked in avx512_emu_test)";
+  expectFourBitMatmulIsModel(kernels::Isa::Avx512, {1, 3, 6}, columnLaneRowModel);
 }
 
 // The AVX2 4-bit kernel decodes each 32-column block to its integer values
@@ -144,12 +152,10 @@ TEST(Matvec, Avx512FourBitRowsAreColumnOrderedLanesBitForBit) {
 // 16 codes occurs, so a wrong decode table entry fails here bit for bit.
 float avx2NibbleRowModel(const WeightView& w, size_t r, const float* x) {
   const auto* d = static_cast<const uint8_t*>(w.data);
-  const float doubledE2m1[8] = {0, 1, 2, 3, 4, 6, 8, 12};
   auto value = [&](size_t c) {
     const uint8_t b = d[(r * w.cols + c) / 2];
     const int n = c % 2 ? b >> 4 : b & 15;
-    if (w.format == WeightFormat::I4G64) return float(n - 8);
-    return n == 8 ? 0.0f : n > 8 ? -doubledE2m1[n - 8] : doubledE2m1[n];
+    return float(w.format == WeightFormat::I4G64 ? n - 8 : kE2M1x2[n]);  // code 8 (-0) as +0, as the kernel
   };
   auto factor = [&](size_t b) {
     if (w.format == WeightFormat::I4G64)
@@ -173,21 +179,8 @@ float avx2NibbleRowModel(const WeightView& w, size_t r, const float* x) {
 
 TEST(Matvec, Avx2FourBitRowsAreBlockChainsBitForBit) {
   if (!isaSupported(kernels::Isa::Avx2)) GTEST_SKIP() << "no AVX2 on this CPU";
-  for (WeightFormat f : {WeightFormat::MXFP4, WeightFormat::I4G64}) {
-    for (size_t cols : {size_t(64), size_t(544), size_t(3584)}) {
-      if (cols % (f == WeightFormat::I4G64 ? 64 : 32)) continue;
-      TestWeight t = makeWeight(f, kRows, cols, cols + 5 * size_t(f));
-      for (size_t n : {1, 2, 5, 8}) {  // every tile shape: 8/4/1 rows x 1, 2 x 2, 1 x 4 and 1 x 8 vectors
-        auto X = k3test::uniformFloats(n * cols, cols + 3 * n);
-        std::vector<float> Y(n * kRows, kSentinel);
-        matmul(kernels::Isa::Avx2, t.view, X.data(), n, Y.data(), 0, kRows);
-        for (size_t v = 0; v < n; ++v)
-          for (size_t r = 0; r < kRows; ++r)
-            ASSERT_EQ(f32ToBits(Y[v * kRows + r]), f32ToBits(avx2NibbleRowModel(t.view, r, X.data() + v * cols)))
-                << weightFormatName(f) << " cols " << cols << " vector " << v << " row " << r;
-      }
-    }
-  }
+  // Every tile shape: 8/4/1 rows x 1, 2 x 2, 1 x 4 and 1 x 8 vectors.
+  expectFourBitMatmulIsModel(kernels::Isa::Avx2, {1, 2, 5, 8}, avx2NibbleRowModel);
 }
 
 TEST(Matmul, BitIdenticalToPerVectorMatvec) {

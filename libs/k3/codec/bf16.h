@@ -4,6 +4,7 @@
 // Thread-safe: pure functions, no shared mutable state.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -12,16 +13,8 @@
 
 namespace k3::codec {
 
-inline float bitsToF32(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-inline uint32_t f32ToBits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
+constexpr float bitsToF32(uint32_t u) { return std::bit_cast<float>(u); }
+constexpr uint32_t f32ToBits(float f) { return std::bit_cast<uint32_t>(f); }
 
 // Exact: bf16 is the top half of an f32 (spec 3.1: shift left by 16).
 inline float bf16ToF32(uint16_t h) { return bitsToF32(uint32_t(h) << 16); }

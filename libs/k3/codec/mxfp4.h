@@ -23,6 +23,6 @@ inline constexpr int kMxfp4Group = 32;  // columns per ue8m0 scale
 //   s == 255:      +inf   (a group with any nonzero code becomes +-inf; a zero
 //                          code gives NaN, 0 * inf)
 // Real K3 checkpoints contain neither 0 nor 255 (the converter reports them).
-inline float ue8m0ToF32(uint8_t s) { return bitsToF32(uint32_t(s) << 23); }
+constexpr float ue8m0ToF32(uint8_t s) { return bitsToF32(uint32_t(s) << 23); }
 
 }  // namespace k3::codec

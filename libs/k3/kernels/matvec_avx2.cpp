@@ -20,7 +20,7 @@
 #include <immintrin.h>
 
 #include <array>
-#include <bit>
+#include <cstddef>
 #include <cstdint>
 
 #include "k3/codec/bf16.h"
@@ -127,13 +127,13 @@ struct NibbleDecoder {
   float finish(size_t, float v) const { return v; }
 };
 
-// An MXFP4 block's factor, 2^(s-127) * 0.5 (ue8m0ToF32(s) * 0.5, exactly), by
-// scale byte: one broadcast load per block instead of a shift, a move into
-// a vector register, a multiply and a register broadcast (quant_bench Matvec
-// MXFP4/avx2, alternating, hot median 5.8 -> 6.4 GB/s, 2 threads 9.3 -> 10.3).
+// An MXFP4 block's factor, ue8m0ToF32(s) * 0.5, by scale byte: one broadcast
+// load per block instead of a shift, a move into a vector register, a
+// multiply and a register broadcast (quant_bench Matvec MXFP4/avx2,
+// alternating, hot median 5.8 -> 6.4 GB/s, 2 threads 9.3 -> 10.3).
 constexpr std::array<float, 256> kHalfUe8m0 = [] {
   std::array<float, 256> t{};
-  for (uint32_t s = 0; s < 256; ++s) t[s] = std::bit_cast<float>(s << 23) * 0.5f;
+  for (size_t s = 0; s < 256; ++s) t[s] = ue8m0ToF32(uint8_t(s)) * 0.5f;
   return t;
 }();
 
