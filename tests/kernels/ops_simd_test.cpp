@@ -15,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include "k3/codec/quantize.h"
 #include "k3/kernels/cpu_features.h"
 #include "k3/kernels/kda_kernels.h"
 #include "k3/kernels/mla_kernels.h"
@@ -441,6 +442,53 @@ TEST(OpsSimd, MlaScoresAndWeightedLatentMatchScalarAndIgnoreGrouping) {
         km::avx2::mlaWeightedLatent(p.data() + j * maxLen, maxLen, 1, L.data(), len, kvr, c1.data(), kvr);
         EXPECT_EQ(std::memcmp(c1.data(), cb.data() + j * kvr, kvr * 4), 0) << "kvr " << kvr << " j " << j;
       }
+    }
+  }
+}
+
+// Decode reads int8-row kv_b in place: every ISA's *I8 kernel must give the
+// bits of the rows dequantized first (codec's scalar dequantizer) and then
+// the f32 kernel (weighted latent) or dot() (value rows), tails included.
+TEST(OpsSimd, MlaInt8RowKernelsAreDequantizedRowsBitForBit) {
+  REQUIRE_AVX2();
+  std::mt19937 rng(32);
+  std::uniform_int_distribution<int> q8(-127, 127);
+  for (size_t kvr : {512, 64, 40, 19, 13, 7}) {
+    for (size_t len : {1, 2, 5, 128}) {
+      std::vector<int8_t> W(len * kvr);
+      for (auto& v : W) v = static_cast<int8_t>(q8(rng));
+      std::vector<float> scales = randomVec(len, rng, 0.01f);
+      scales[0] = -std::fabs(scales[0]);  // a negative scale: dequantized padding would be -0
+      std::vector<float> L(len * kvr);
+      k3::codec::dequantizeInt8Rows(km::Isa::Scalar, W.data(), scales.data(), len, kvr, L.data());
+      for (size_t nq : {1, 3, 4, 5}) {
+        const size_t pStride = len + 3, clStride = kvr + 1;
+        const auto p = randomVec(nq * pStride, rng);
+        std::vector<float> want(nq * clStride, 7.0f), got(nq * clStride, 7.0f);
+        for (bool simd : {false, true}) {
+          if (simd) {
+            km::avx2::mlaWeightedLatent(p.data(), pStride, nq, L.data(), len, kvr, want.data(), clStride);
+            km::avx2::mlaWeightedLatentI8(p.data(), pStride, nq, W.data(), scales.data(), len, kvr, got.data(), clStride);
+          } else {
+            km::scalar::mlaWeightedLatent(p.data(), pStride, nq, L.data(), len, kvr, want.data(), clStride);
+            km::scalar::mlaWeightedLatentI8(p.data(), pStride, nq, W.data(), scales.data(), len, kvr, got.data(),
+                                            clStride);
+          }
+          EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0)
+              << "weighted latent, simd " << simd << " kvr " << kvr << " len " << len << " nq " << nq;
+        }
+      }
+      const auto cl = randomVec(kvr, rng);
+      std::vector<float> dots(len), dotsScalar(len), wantAvx(len), wantScalar(len);
+      km::avx2::mlaRowDotsI8(W.data(), scales.data(), len, kvr, cl.data(), dots.data());
+      km::scalar::mlaRowDotsI8(W.data(), scales.data(), len, kvr, cl.data(), dotsScalar.data());
+      for (size_t r = 0; r < len; ++r) {
+        wantAvx[r] = km::avx2::dot(&L[r * kvr], cl.data(), kvr);
+        wantScalar[r] = km::scalar::dot(&L[r * kvr], cl.data(), kvr);
+      }
+      EXPECT_EQ(std::memcmp(dots.data(), wantAvx.data(), len * 4), 0) << "row dots, kvr " << kvr << " len " << len;
+      EXPECT_EQ(std::memcmp(dotsScalar.data(), wantScalar.data(), len * 4), 0)
+          << "scalar row dots, kvr " << kvr << " len " << len;
     }
   }
 }

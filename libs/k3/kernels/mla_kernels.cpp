@@ -1,5 +1,6 @@
 // Scalar reference of the MLA attention loops (mla_kernels.h).
 #include <algorithm>
+#include <vector>
 
 #include "k3/kernels/isa_dispatch.h"
 #include "k3/kernels/mla_kernels.h"
@@ -24,6 +25,22 @@ void mlaWeightedLatent(const float* p, size_t pStride, size_t nq, const float* L
   }
 }
 
+void mlaWeightedLatentI8(const float* p, size_t pStride, size_t nq, const int8_t* W, const float* scales, size_t len,
+                         size_t kvr, float* cl, size_t clStride) {
+  std::vector<float> L(len * kvr);
+  for (size_t s = 0; s < len; ++s)
+    for (size_t i = 0; i < kvr; ++i) L[s * kvr + i] = float(W[s * kvr + i]) * scales[s];
+  mlaWeightedLatent(p, pStride, nq, L.data(), len, kvr, cl, clStride);
+}
+
+void mlaRowDotsI8(const int8_t* W, const float* scales, size_t rows, size_t kvr, const float* cl, float* out) {
+  std::vector<float> row(kvr);
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t i = 0; i < kvr; ++i) row[i] = float(W[r * kvr + i]) * scales[r];
+    out[r] = dot(row.data(), cl, kvr);
+  }
+}
+
 }  // namespace k3::kernels::scalar
 
 namespace k3::kernels {
@@ -35,6 +52,14 @@ void mlaScores(const float* qa, size_t qaStride, const float* qr, size_t qrStrid
 void mlaWeightedLatent(const float* p, size_t pStride, size_t nq, const float* L, size_t len, size_t kvr, float* cl,
                        size_t clStride) {
   K3_KERNEL(mlaWeightedLatent)(p, pStride, nq, L, len, kvr, cl, clStride);
+}
+
+void mlaWeightedLatentI8(const float* p, size_t pStride, size_t nq, const int8_t* W, const float* scales, size_t len,
+                         size_t kvr, float* cl, size_t clStride) {
+  K3_KERNEL(mlaWeightedLatentI8)(p, pStride, nq, W, scales, len, kvr, cl, clStride);
+}
+void mlaRowDotsI8(const int8_t* W, const float* scales, size_t rows, size_t kvr, const float* cl, float* out) {
+  K3_KERNEL(mlaRowDotsI8)(W, scales, rows, kvr, cl, out);
 }
 
 }  // namespace k3::kernels

@@ -5,11 +5,14 @@
 // (isa_dispatch.h), which mla_layer calls. Every output element has its own fixed accumulation order,
 // so the results do not depend on how heads are grouped or split over threads.
 // mlaWeightedLatent also absorbs a head's queries through its key rows (the
-// same sum: rows for the cache, the tokens' q_nope for the probabilities).
+// same sum: rows for the cache, the tokens' q_nope for the probabilities);
+// the *I8 versions read int8-row kv_b rows directly, with the same bits as
+// dequantizing them first.
 // Thread-safety: pure functions on caller-owned buffers; safe from any thread.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace k3::kernels {
 
@@ -23,7 +26,14 @@ namespace k3::kernels {
   /* cl_j = Σ_{s<len} p_j[s]·L_s, summed in position order; p_j = p + j·pStride,                     \
      cl_j = cl + j·clStride (overwritten). */                                                         \
   void mlaWeightedLatent(const float* p, size_t pStride, size_t nq, const float* L, size_t len, size_t kvr, \
-                         float* cl, size_t clStride);
+                         float* cl, size_t clStride);                                                 \
+  /* mlaWeightedLatent over int8 rows dequantized in registers: L_s = float(W_s)·scales[s] (the bits \
+     codec::dequantizeInt8Rows writes), W_s = W + s·kvr; no f32 rows in memory. */                     \
+  void mlaWeightedLatentI8(const float* p, size_t pStride, size_t nq, const int8_t* W, const float* scales, \
+                           size_t len, size_t kvr, float* cl, size_t clStride);                       \
+  /* out[r] = dot(float(W_r)·scales[r], cl, kvr) for r < rows: the bits of dot() (ops_kernels.h) on  \
+     the dequantized row. */                                                                          \
+  void mlaRowDotsI8(const int8_t* W, const float* scales, size_t rows, size_t kvr, const float* cl, float* out);
 
 namespace scalar { K3_MLA_KERNELS }
 namespace avx2 { K3_MLA_KERNELS }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "k3/io/error.h"
 #include "k3/model/linear.h"
@@ -90,10 +91,20 @@ void MlaLayer::heads(const MlaWeights& w, size_t n, size_t h0, size_t h1, float*
   // for the cache and the tokens' queries for the probabilities (the same
   // bits as a zero-filled axpy per row; the kernel reads each row once per
   // four tokens, not once per token).
+  // Decode's few rows read int8 kv_b in place: 1 byte a weight, not a
+  // dequantized f32 row written and read back (same bits either way).
+  const bool inPlace = w.kvb.format == codec::WeightFormat::I8Row && n <= kInPlaceRows;
+  const auto* kvbQ = static_cast<const int8_t*>(w.kvb.data);
+  const auto* kvbScale = static_cast<const float*>(w.kvb.scales);
   for (size_t h = h0; h < h1; ++h) {
-    for (size_t r = 0; r < nope_; ++r) codec::dequantizeRow(w.kvb, h * (nope_ + vd_) + r, rows + r * kvr_);
     const float* q = &Q_[h * qk];
     float* qa = &QA_[h * kvr_];
+    const size_t row0 = h * (nope_ + vd_);
+    if (inPlace) {
+      kernels::mlaWeightedLatentI8(q, H_ * qk, n, kvbQ + row0 * kvr_, kvbScale + row0, nope_, kvr_, qa, H_ * kvr_);
+      continue;
+    }
+    for (size_t r = 0; r < nope_; ++r) codec::dequantizeRow(w.kvb, row0 + r, rows + r * kvr_);
     kernels::mlaWeightedLatent(q, H_ * qk, n, rows, nope_, kvr_, qa, H_ * kvr_);
   }
   // 2. Attention over the row's cache, several heads per pass over it:
@@ -114,11 +125,16 @@ void MlaLayer::heads(const MlaWeights& w, size_t n, size_t h0, size_t h1, float*
   }
   // 3. Value rows on the weighted latent, then the sigmoid output gate.
   for (size_t h = h0; h < h1; ++h) {
-    for (size_t r = 0; r < vd_; ++r) codec::dequantizeRow(w.kvb, h * (nope_ + vd_) + nope_ + r, rows + r * kvr_);
+    const size_t row0 = h * (nope_ + vd_) + nope_;
+    if (!inPlace)
+      for (size_t r = 0; r < vd_; ++r) codec::dequantizeRow(w.kvb, row0 + r, rows + r * kvr_);
     for (size_t t = 0; t < n; ++t) {
       const float* cl = &CL_[(t * H_ + h) * kvr_];
       float* ctx = &ctx_[(t * H_ + h) * vd_];
-      for (size_t dd = 0; dd < vd_; ++dd) ctx[dd] = kernels::dot(rows + dd * kvr_, cl, kvr_);
+      if (inPlace)
+        kernels::mlaRowDotsI8(kvbQ + row0 * kvr_, kvbScale + row0, vd_, kvr_, cl, ctx);
+      else
+        for (size_t dd = 0; dd < vd_; ++dd) ctx[dd] = kernels::dot(rows + dd * kvr_, cl, kvr_);
       kernels::mulSigmoid(ctx, &gate_[(t * H_ + h) * vd_], vd_);
     }
   }

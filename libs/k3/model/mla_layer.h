@@ -55,6 +55,9 @@ class MlaLayer {
   float eps_;
   // Heads attended together per pass over the cache (bounds the scores scratch).
   static constexpr size_t kHeadGroup = 8;
+  // Up to this many kept rows, int8-row kv_b is read in place (the *I8
+  // kernels, the same bits); more rows share one f32 dequantization per head.
+  static constexpr size_t kInPlaceRows = 4;
 
   std::vector<float> xk_;                         // [chunk × D] the kept rows of x, when not all are
   std::vector<float> qa_, Q_, ckv_, gate_, ctx_;  // chunk buffers
