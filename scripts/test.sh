@@ -57,7 +57,9 @@ fuzz_stage() {
 }
 
 asan_stage() {
-  cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DK3_SANITIZE=ON -DK3_BUILD_BENCH=OFF ||
+  # -g1: line tables, all a sanitizer report's stack needs, at ~3/4 of -g's compile time.
+  cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
+    -DK3_SANITIZE=ON -DK3_BUILD_BENCH=OFF ||
     { fail "sanitizers (ASan+UBSan)" "cmake configure failed"; return; }
   cmake --build build/asan -j "$jobs" || { fail "sanitizers (ASan+UBSan)" "build failed"; return; }
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
