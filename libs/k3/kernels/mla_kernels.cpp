@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "k3/codec/quantize.h"
 #include "k3/kernels/isa_dispatch.h"
 #include "k3/kernels/mla_kernels.h"
 #include "k3/kernels/ops_kernels.h"
@@ -28,15 +29,14 @@ void mlaWeightedLatent(const float* p, size_t pStride, size_t nq, const float* L
 void mlaWeightedLatentI8(const float* p, size_t pStride, size_t nq, const int8_t* W, const float* scales, size_t len,
                          size_t kvr, float* cl, size_t clStride) {
   std::vector<float> L(len * kvr);
-  for (size_t s = 0; s < len; ++s)
-    for (size_t i = 0; i < kvr; ++i) L[s * kvr + i] = float(W[s * kvr + i]) * scales[s];
+  codec::dequantizeInt8Rows(Isa::Scalar, W, scales, len, kvr, L.data());
   mlaWeightedLatent(p, pStride, nq, L.data(), len, kvr, cl, clStride);
 }
 
 void mlaRowDotsI8(const int8_t* W, const float* scales, size_t rows, size_t kvr, const float* cl, float* out) {
   std::vector<float> row(kvr);
   for (size_t r = 0; r < rows; ++r) {
-    for (size_t i = 0; i < kvr; ++i) row[i] = float(W[r * kvr + i]) * scales[r];
+    codec::dequantizeInt8Rows(Isa::Scalar, W + r * kvr, scales + r, 1, kvr, row.data());
     out[r] = dot(row.data(), cl, kvr);
   }
 }
