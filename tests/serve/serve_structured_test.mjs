@@ -1,5 +1,5 @@
 // Enforced structure (issue 30) against an untrained model: a random-weight
-// container of the `small` preset (K3_SERVE_MODEL replaces it), whose text is
+// container of the `tiny` preset (K3_SERVE_MODEL replaces it), whose text is
 // noise unless decoding is constrained. Held-out schemas and tools; answers
 // are checked by a JSON-schema validator written here (not the server's
 // compiler) after JSON.parse. Plus the 400s for schemas outside the subset,
@@ -10,7 +10,7 @@ import { startServer, postJson, tinyContainer } from "./serve_fixture.mjs";
 
 let srv;
 before(async () => {
-  process.env.K3_SERVE_MODEL ??= tinyContainer("small-b8", () => {}, "small");
+  process.env.K3_SERVE_MODEL ??= tinyContainer("tiny-b8");
   srv = await startServer(["--ctx", "4096"]);
 });
 after(async () => {
