@@ -1,16 +1,15 @@
-// Enforced structure (issue 30) against an untrained model: a random-weight
-// container of the `tiny` preset (K3_SERVE_MODEL replaces it), whose text is
-// noise unless decoding is constrained. Held-out schemas and tools; answers
+// Enforced structure (issue 30) against an untrained model: the fixture's
+// default random-weight `tiny` container (K3_SERVE_MODEL replaces it), whose
+// text is noise unless decoding is constrained. Held-out schemas and tools; answers
 // are checked by a JSON-schema validator written here (not the server's
 // compiler) after JSON.parse. Plus the 400s for schemas outside the subset,
 // /metrics, and the parser passing mistyped arguments of a non-strict tool.
 import test, { after, before } from "node:test";
 import assert from "node:assert/strict";
-import { startServer, postJson, tinyContainer } from "./serve_fixture.mjs";
+import { startServer, postJson } from "./serve_fixture.mjs";
 
 let srv;
 before(async () => {
-  process.env.K3_SERVE_MODEL ??= tinyContainer("tiny-b8");
   srv = await startServer(["--ctx", "4096"]);
 });
 after(async () => {
