@@ -58,7 +58,8 @@ fuzz_stage() {
 
 asan_stage() {
   # -g1: line tables, all a sanitizer report's stack needs, at ~3/4 of -g's compile time.
-  cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
+  # -O1: ~40 % less compile time than -O2; the kernels stay at -O2 (libs/CMakeLists.txt).
+  cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
     -DK3_SANITIZE=ON -DK3_BUILD_BENCH=OFF ||
     { fail "sanitizers (ASan+UBSan)" "cmake configure failed"; return; }
   cmake --build build/asan -j "$jobs" || { fail "sanitizers (ASan+UBSan)" "build failed"; return; }

@@ -1,7 +1,8 @@
 // Load: 16 concurrent clients against --queue 4 — every request answered
 // (200 or 429 with Retry-After), no stream lost or mixed up (each equals its
 // own greedy reference), the server healthy after; then 300 sequential
-// requests with the resident set measured (printed, and bounded).
+// requests with the resident set measured (printed, and bounded; under ASan
+// 30 requests, the bound not asserted).
 import test, { after, before } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -60,20 +61,22 @@ test("16 concurrent clients, queue 4: 200 or 429, none lost or mixed up", async 
 });
 
 test("300 sequential requests: resident set flat", async () => {
+  // Under ASan freed memory sits in its quarantine (up to 256 MiB) before it is
+  // reused, so RSS climbs whatever the code does; there LeakSanitizer at exit
+  // is the leak check, the bound holds for the real (release) binary, and 30
+  // requests run every path of the loop (300 would only add time).
+  const asan = fs.readFileSync(`/proc/${srv.proc.pid}/maps`, "utf8").includes("libasan");
+  const n = asan ? 30 : 300;
   const chat = (i) => client.chat.completions.create({ model: "k3", max_tokens: 6, temperature: 0,
     messages: [{ role: "user", content: `request ${i}` }] });
   const comp = (i) => streamText(i % 16);
   for (let i = 0; i < 30; ++i) await (i % 2 ? chat(i) : comp(i));  // warm-up: caches, pools, allocator
   const rss = [rssKiB(srv.proc.pid)];
-  for (let i = 0; i < 300; ++i) {
+  for (let i = 0; i < n; ++i) {
     await (i % 2 ? chat(i) : comp(i));
     if ((i + 1) % 100 === 0) rss.push(rssKiB(srv.proc.pid));
   }
-  console.log(`RSS KiB after warm-up and after each 100 of 300 sequential requests: ${rss.join(" ")}`);
-  // Under ASan freed memory sits in its quarantine (up to 256 MiB) before it is
-  // reused, so RSS climbs whatever the code does; there LeakSanitizer at exit
-  // is the leak check, and the bound holds for the real (release) binary.
-  const asan = fs.readFileSync(`/proc/${srv.proc.pid}/maps`, "utf8").includes("libasan");
+  console.log(`RSS KiB after warm-up and after each 100 of ${n} sequential requests: ${rss.join(" ")}`);
   if (!asan) assert.ok(rss.at(-1) - rss[0] < 8 * 1024, `RSS grew ${(rss.at(-1) - rss[0]) / 1024} MiB`);
   assert.equal((await fetch(`${srv.url}/health`)).status, 200);
 });

@@ -56,6 +56,17 @@ std::string prometheusText(const RequestCounters& requests, const EngineStats& e
   metric(o, "k3_expert_resident_bytes", "gauge", "Routed-expert bytes resident.", static_cast<double>(e.residency.residentBytes));
   metric(o, "k3_state_cache_entries", "gauge", "Checkpoints held by the state cache.", static_cast<double>(e.cache.entries));
   metric(o, "k3_state_cache_bytes", "gauge", "Bytes held by the state cache.", static_cast<double>(e.cache.bytes));
+  // The directory tier (--state-cache-dir); all zero without one.
+  metric(o, "k3_state_files_written_total", "counter", "Checkpoints written to the state cache directory.",
+         static_cast<double>(e.cache.disk.written));
+  metric(o, "k3_state_files_skipped_total", "counter", "Checkpoints not written: over the writer queue's budget, or bigger than the disk budget.",
+         static_cast<double>(e.cache.disk.writeSkipped));
+  metric(o, "k3_state_files_loaded_total", "counter", "Checkpoints resumed from the state cache directory.",
+         static_cast<double>(e.cache.disk.loaded));
+  metric(o, "k3_state_files_refused_total", "counter", "Checkpoint files ignored as unreadable or from another container.",
+         static_cast<double>(e.cache.disk.refused));
+  metric(o, "k3_state_files_removed_total", "counter", "Checkpoint files removed to hold --state-cache-disk-gb.",
+         static_cast<double>(e.cache.disk.removed));
   metric(o, "k3_batch_steps_total", "counter", "Forward steps of the batch.", static_cast<double>(e.steps));
   metric(o, "k3_batch_decode_rows_total", "counter", "Rows of those steps that were decode tokens.",
          static_cast<double>(e.decodeRows));
