@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { APIError, K3_RUN, SOURCE_DIR, modelDir, postJson, startServer, streamChat, tokenize } from "./serve_fixture.mjs";
+import { APIError, K3_RUN, SOURCE_DIR, metric, modelDir, postJson, startServer, streamChat, tokenize } from "./serve_fixture.mjs";
 
 let srv, client;
 before(async () => {
@@ -24,12 +24,6 @@ const noThink = { chat_template_kwargs: { thinking: false } };
 const hello = [{ role: "user", content: "Hello there" }];
 const greedy = (messages, n, extra = {}) =>
   ({ model: "k3-test", messages, max_tokens: n, temperature: 0, ...noThink, ...extra });
-
-async function metric(name) {
-  const text = await (await fetch(`${srv.url}/metrics`)).text();
-  const m = text.match(new RegExp(`^${name} (\\S+)$`, "m"));
-  return m ? Number(m[1]) : NaN;
-}
 
 test("GET / serves the page embedded at build time, byte for byte", async () => {
   const res = await fetch(`${srv.url}/`);
@@ -132,7 +126,7 @@ test("stop strings: matched across tokens, never emitted, finish_reason stop", a
 });
 
 test("abort mid-stream stops the generation; the next request is served at once", async () => {
-  const before = await metric("k3_generations_cancelled_total");
+  const before = await metric(srv.url, "k3_generations_cancelled_total");
   const ac = new AbortController();
   let seen = 0;
   // The openai client ends the iteration quietly on abort (or throws an AbortError).
@@ -155,7 +149,7 @@ test("abort mid-stream stops the generation; the next request is served at once"
   let cancelled = before;
   for (let i = 0; i < 40 && cancelled === before; ++i) {
     await new Promise((res) => setTimeout(res, 50));
-    cancelled = await metric("k3_generations_cancelled_total");
+    cancelled = await metric(srv.url, "k3_generations_cancelled_total");
   }
   assert.equal(cancelled, before + 1);
   // A non-stream request whose client goes away is cancelled too (the server polls the socket).
@@ -165,7 +159,7 @@ test("abort mid-stream stops the generation; the next request is served at once"
     temperature: 0 }, { signal: ac2.signal }));
   for (let i = 0; i < 40 && cancelled === before + 1; ++i) {
     await new Promise((res) => setTimeout(res, 50));
-    cancelled = await metric("k3_generations_cancelled_total");
+    cancelled = await metric(srv.url, "k3_generations_cancelled_total");
   }
   assert.equal(cancelled, before + 2, "the non-stream generation stopped early");
 });

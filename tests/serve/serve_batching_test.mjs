@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { startServer, tinyContainer } from "./serve_fixture.mjs";
+import { metric, startServer, tinyContainer } from "./serve_fixture.mjs";
 
 let srv, client;
 before(async () => {
@@ -33,11 +33,10 @@ function outcome(r) {
   return { text: c.text, tokens: c.logprobs.tokens, logprobs: c.logprobs.token_logprobs, finish: c.finish_reason };
 }
 
-async function metric(name) {
-  const text = await (await fetch(`${srv.url}/metrics`)).text();
-  const m = text.match(new RegExp(`^${name} (\\S+)$`, "m"));
-  assert.ok(m, `${name} in /metrics`);
-  return Number(m[1]);
+async function batchMetric(name) {
+  const v = await metric(srv.url, name);
+  assert.ok(!Number.isNaN(v), `${name} in /metrics`);
+  return v;
 }
 
 for (const [kind, params] of [["greedy", greedy], ["seeded", seeded]]) {
@@ -45,7 +44,7 @@ for (const [kind, params] of [["greedy", greedy], ["seeded", seeded]]) {
     const solo = [];
     for (let i = 0; i < 8; ++i) solo.push(outcome(await client.completions.create(params(i))));
     assert.ok(new Set(solo.map((s) => s.text)).size >= 6, "the prompts give different outputs");
-    const steps0 = await metric("k3_batch_steps_total"), rows0 = await metric("k3_batch_decode_rows_total");
+    const steps0 = await batchMetric("k3_batch_steps_total"), rows0 = await batchMetric("k3_batch_decode_rows_total");
     let busyMost = 0;
     const watching = (async () => {  // how many slots run at once, seen from /slots
       for (let k = 0; k < 200 && busyMost < 8; ++k) {
@@ -60,8 +59,8 @@ for (const [kind, params] of [["greedy", greedy], ["seeded", seeded]]) {
       assert.equal(t.tokens.length, 20, `request ${i}: 20 tokens`);
       assert.deepEqual(t, solo[i], `request ${i}: the same as alone`);
     });
-    const steps = (await metric("k3_batch_steps_total")) - steps0;
-    const decodeRows = (await metric("k3_batch_decode_rows_total")) - rows0;
+    const steps = (await batchMetric("k3_batch_steps_total")) - steps0;
+    const decodeRows = (await batchMetric("k3_batch_decode_rows_total")) - rows0;
     console.log(`${kind}: ${decodeRows} decode rows in ${steps} steps; up to ${busyMost} slots busy at once`);
     // 8 × 19 decode rows (the last token is not fed) in steps that also carry
     // the prompts: alone they would take a step each.
@@ -73,7 +72,7 @@ for (const [kind, params] of [["greedy", greedy], ["seeded", seeded]]) {
 test("/slots reports each slot; a cancelled stream leaves at once, the others go on unchanged", async () => {
   const long = (i) => ({ model: "k3", prompt: prompt(i), max_tokens: 120, temperature: 0 });
   const alone = [];
-  const cancelled0 = await metric("k3_generations_cancelled_total");
+  const cancelled0 = await batchMetric("k3_generations_cancelled_total");
   for (const i of [1, 2]) alone.push((await client.completions.create(long(i))).choices[0].text);
   const ctl = new AbortController();
   const streams = [1, 2, 3].map(async (i, n) => {
@@ -109,9 +108,9 @@ test("/slots reports each slot; a cancelled stream leaves at once, the others go
     for (const k of ["prompt_tokens", "fed_tokens", "cached_tokens", "generated_tokens", "tokens_per_second"])
       assert.equal(typeof slot[k], "number", k);
   }
-  assert.equal((await metric("k3_generations_cancelled_total")) - cancelled0, 1, "the aborted stream was cancelled");
-  assert.equal(await metric("k3_slots"), 8);
-  assert.equal(await metric("k3_slots_busy"), 0);
+  assert.equal((await batchMetric("k3_generations_cancelled_total")) - cancelled0, 1, "the aborted stream was cancelled");
+  assert.equal(await batchMetric("k3_slots"), 8);
+  assert.equal(await batchMetric("k3_slots_busy"), 0);
 });
 
 test("--parallel x --ctx that does not fit is one line naming the sizes; --parallel is 1-256", async () => {

@@ -115,6 +115,19 @@ export async function streamChat(client, params, { signal, onChunk } = {}) {
   return out;
 }
 
+// One series of GET /metrics (Prometheus text) as a number; NaN when absent.
+export async function metric(url, name, { signal } = {}) {
+  const text = await (await fetch(`${url}/metrics`, { signal })).text();
+  const m = text.match(new RegExp(`^${name} (\\S+)$`, "m"));
+  return m ? Number(m[1]) : NaN;
+}
+
+// Whether the server runs the ASan build (libasan is mapped): there freed
+// memory waits in a quarantine, so RSS is not the program's to bound.
+export function sanitized(pid) {
+  return fs.readFileSync(`/proc/${pid}/maps`, "utf8").includes("libasan");
+}
+
 export function rssKiB(pid) {
   const m = fs.readFileSync(`/proc/${pid}/status`, "utf8").match(/VmRSS:\s+(\d+) kB/);
   return Number(m[1]);

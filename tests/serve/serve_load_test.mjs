@@ -5,8 +5,7 @@
 // 30 requests, the bound not asserted).
 import test, { after, before } from "node:test";
 import assert from "node:assert/strict";
-import fs from "node:fs";
-import { APIError, rssKiB, startServer } from "./serve_fixture.mjs";
+import { APIError, rssKiB, sanitized, startServer } from "./serve_fixture.mjs";
 
 let srv, client;
 before(async () => {
@@ -60,12 +59,12 @@ test("16 concurrent clients, queue 4: 200 or 429, none lost or mixed up", async 
   assert.match(metrics, /^k3_queue_depth 0$/m);
 });
 
-test("300 sequential requests: resident set flat", async () => {
+test("300 sequential requests (30 under ASan): resident set flat", async () => {
   // Under ASan freed memory sits in its quarantine (up to 256 MiB) before it is
   // reused, so RSS climbs whatever the code does; there LeakSanitizer at exit
   // is the leak check, the bound holds for the real (release) binary, and 30
   // requests run every path of the loop (300 would only add time).
-  const asan = fs.readFileSync(`/proc/${srv.proc.pid}/maps`, "utf8").includes("libasan");
+  const asan = sanitized(srv.proc.pid);
   const n = asan ? 30 : 300;
   const chat = (i) => client.chat.completions.create({ model: "k3", max_tokens: 6, temperature: 0,
     messages: [{ role: "user", content: `request ${i}` }] });

@@ -14,7 +14,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { rssKiB, startServer, tokenize } from "./serve_fixture.mjs";
+import { metric, rssKiB, sanitized, startServer, tokenize } from "./serve_fixture.mjs";
 import { chattyTinyModel } from "./web_chat_model.mjs";
 
 process.env.K3_SERVE_MODEL ??= chattyTinyModel();  // what serve_fixture's startServer runs
@@ -113,7 +113,7 @@ test("RSS stays bounded by the flags over many requests", async () => {
   // warming up long after the release binary's RSS is flat, so there the RSS
   // bound is not asserted (LeakSanitizer at exit is the leak check) and 3
   // rounds, which already evict from both tiers, are enough (as serve_load_test).
-  const asan = fs.readFileSync(`/proc/${srv.proc.pid}/maps`, "utf8").includes("libasan");
+  const asan = sanitized(srv.proc.pid);
   const client = srv.client();
   const convs = Array.from({ length: 8 }, (_, i) => conversation(`N${i}`, false));
   const samples = [];
@@ -124,10 +124,9 @@ test("RSS stays bounded by the flags over many requests", async () => {
     }
     samples.push(rssKiB(srv.proc.pid));
   }
-  const metrics = await (await fetch(`${srv.url}/metrics`)).text();
-  const metric = (name) => Number(metrics.match(new RegExp(`^${name} (\\S+)$`, "m"))[1]);
-  const ramBytes = metric("k3_state_cache_bytes"), written = metric("k3_state_files_written_total");
-  const removed = metric("k3_state_files_removed_total");
+  const ramBytes = await metric(srv.url, "k3_state_cache_bytes");
+  const written = await metric(srv.url, "k3_state_files_written_total");
+  const removed = await metric(srv.url, "k3_state_files_removed_total");
   await srv.stop();  // an orderly stop: the files queued are written and the budget held
   const files = fs.readdirSync(path.join(tmp, "rss")).map((f) => fs.statSync(path.join(tmp, "rss", f)).size);
   const disk = files.reduce((a, b) => a + b, 0);

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { launchBrowser, closeBrowser } from "../../scripts/node/k3_browser.mjs";
-import { SOURCE_DIR, k3MiniContainer, startServer } from "./serve_fixture.mjs";
+import { SOURCE_DIR, k3MiniContainer, sanitized, startServer } from "./serve_fixture.mjs";
 import { chatView } from "./web_chat_view.mjs";
 
 const TMP = process.env.K3_TEST_TMP ?? path.join(SOURCE_DIR, "build/release/testdata");
@@ -56,7 +56,7 @@ test("k3-mini answers a definition question with thinking, then the answer", asy
   await page.keyboard.press("Enter");
   // k3-mini thinks for a few hundred tokens: seconds in Release, minutes
   // under ASan+UBSan (the suite runs there too).
-  const asan = fs.readFileSync(`/proc/${server.proc.pid}/maps`, "utf8").includes("libasan");
+  const asan = sanitized(server.proc.pid);
   const seconds = asan ? 600 : 60;
   const end = Date.now() + seconds * 1000;
   let v;

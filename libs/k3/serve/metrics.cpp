@@ -59,7 +59,8 @@ std::string prometheusText(const RequestCounters& requests, const EngineStats& e
   // The directory tier (--state-cache-dir); all zero without one.
   metric(o, "k3_state_files_written_total", "counter", "Checkpoints written to the state cache directory.",
          static_cast<double>(e.cache.disk.written));
-  metric(o, "k3_state_files_skipped_total", "counter", "Checkpoints not written: over the writer queue's budget, or bigger than the disk budget.",
+  metric(o, "k3_state_files_skipped_total", "counter",
+         "Checkpoints not written: over the writer queue's budget, or bigger than the disk budget.",
          static_cast<double>(e.cache.disk.writeSkipped));
   metric(o, "k3_state_files_loaded_total", "counter", "Checkpoints resumed from the state cache directory.",
          static_cast<double>(e.cache.disk.loaded));
