@@ -379,7 +379,35 @@ void runExpertsK3Q8(benchmark::State& state, kernels::Isa isa, size_t n) {
 
 // Decode: one token per expert.
 void BM_ExpertDecodeK3Q8(benchmark::State& state, kernels::Isa isa) { runExpertsK3Q8(state, isa, 1); }
+BENCHMARK_CAPTURE(BM_ExpertDecodeK3Q8, MXFP4/avx2, kernels::Isa::Avx2)->Threads(1)->Threads(2)->UseRealTime();
 BENCHMARK_CAPTURE(BM_ExpertDecodeK3Q8, MXFP4/avx512, kernels::Isa::Avx512)->Threads(1)->Threads(2)->UseRealTime();
+
+// The same decode with f32 activations (--activations f32): matvec, the
+// 4-bit x f32 kernels, one token per expert, experts back to back from DRAM.
+void BM_ExpertDecodeK3(benchmark::State& state, kernels::Isa isa) {
+  if (skipUnsupported(state, isa)) return;
+  constexpr size_t kInter = 3072, kLatent = 3584;
+  const size_t matrixBytes = kInter * kLatent / 2, matrixScales = kInter * kLatent / kMxfp4Group;
+  const size_t count = kWeightBytes / (3 * matrixBytes);
+  std::vector<float> h1(kInter), h3(kInter), y(kLatent);
+  const float* x = pool().x.data();
+  size_t e = size_t(state.thread_index()) * count / size_t(state.threads());
+  auto view = [&](size_t expert, size_t m, size_t rows, size_t cols) {
+    const size_t i = 3 * expert + m;
+    return WeightView{WeightFormat::MXFP4, rows, cols, pool().data.get() + i * matrixBytes,
+                      pool().ue8m0.get() + i * matrixScales};
+  };
+  for (auto _ : state) {
+    matvec(isa, view(e, 0, kInter, kLatent), x, h1.data(), 0, kInter);
+    matvec(isa, view(e, 1, kInter, kLatent), x, h3.data(), 0, kInter);
+    matvec(isa, view(e, 2, kLatent, kInter), x, y.data(), 0, kLatent);
+    benchmark::DoNotOptimize(y.data());
+    e = e + 1 == count ? 0 : e + 1;
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(3 * (matrixBytes + matrixScales)));
+}
+BENCHMARK_CAPTURE(BM_ExpertDecodeK3, MXFP4/avx2, kernels::Isa::Avx2)->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK_CAPTURE(BM_ExpertDecodeK3, MXFP4/avx512, kernels::Isa::Avx512)->Threads(1)->Threads(2)->UseRealTime();
 
 // range(0) tokens per expert: continuous batching's decode step, where 8
 // conversations x top-16 of 64 experts give each picked expert about two

@@ -139,8 +139,18 @@ constexpr std::array<float, 256> kHalfUe8m0 = [] {
 
 // ---- tiles of NR rows x NV vectors
 
+// One vector through a 4-bit matrix goes one row at a time: the group sums
+// already break the accumulator's dependency chain (one FMA per 32 columns),
+// and one row stream with a software prefetch 16 rows ahead suits the
+// hardware prefetcher better than 8 interleaved ones (quant_bench
+// ExpertDecodeK3 MXFP4/avx2, K3's expert shapes from DRAM, 2 threads, three
+// alternating rounds: 8 rows 11.5-11.8 -> 1 row 12.3-12.7 GB/s; L2-resident
+// unchanged). Each row's chain is the same, so are the bits.
+constexpr size_t kNibblePrefetchRows = 16;
+
 template <class Decoder>
 struct Tiles {
+  static constexpr bool kDense = Decoder::kDense;
   Decoder dec;
   const float* X;
   size_t cols;
@@ -164,9 +174,11 @@ struct Tiles {
         // int8 and 4-bit rows only: from DRAM (quant_bench Matvec, 2 threads)
         // it took int8 rows 34.2, 31.4 -> 36.7, 37.2 GB/s, while BF16 rows did
         // better on the hardware prefetcher alone (38.5, 35.0 -> 33.2, 32.6).
-        if constexpr (NV == 1 && Decoder::kBytesPer32 <= 32)
+        if constexpr (NV == 1 && Decoder::kBytesPer32 <= 32) {
+          constexpr size_t ahead = Decoder::kDense ? NR : kNibblePrefetchRows;
           for (size_t o = 0; o < Decoder::kBytesPer32; o += 64)
-            _mm_prefetch(static_cast<const char*>(dec.at(r + rr + NR, i)) + o, _MM_HINT_NTA);
+            _mm_prefetch(static_cast<const char*>(dec.at(r + rr + ahead, i)) + o, _MM_HINT_NTA);
+        }
         __m256 w[4];
         dec.dec32(r + rr, i, w);
         if constexpr (Decoder::kDense) {
@@ -208,7 +220,8 @@ inline void runTile(const T& t, size_t r, size_t v0, size_t rows, float* Y) {
 }
 
 // Rows in L2-sized blocks; inside a block, vectors 8/4/2 at a time share each
-// row decode, and leftover single vectors go 8 rows at a time (matvec): a
+// row decode, and leftover single vectors of the dense formats go 8 rows at a
+// time (matvec; 4-bit rows one at a time, kNibblePrefetchRows): a
 // row's accumulator is one FMA chain, and 4 chains held the one-vector int8
 // kernel at one FMA latency per 8 weights (quant_bench Matvec I8Row/avx2,
 // DRAM, 2 threads: 4 rows 25.9, 25.2 -> 8 rows 28.8, 32.1 GB/s; BF16 27.4,
@@ -229,8 +242,10 @@ void runTiles(const T& t, size_t n, size_t r0, size_t r1, size_t rows, float* Y)
     }
     for (; v < n; ++v) {
       size_t r = rb;
-      for (; r + 8 <= re; r += 8) runTile<8, 1>(t, r, v, rows, Y);
-      for (; r + 4 <= re; r += 4) runTile<4, 1>(t, r, v, rows, Y);
+      if constexpr (T::kDense) {
+        for (; r + 8 <= re; r += 8) runTile<8, 1>(t, r, v, rows, Y);
+        for (; r + 4 <= re; r += 4) runTile<4, 1>(t, r, v, rows, Y);
+      }
       for (; r < re; ++r) runTile<1, 1>(t, r, v, rows, Y);
     }
   }
