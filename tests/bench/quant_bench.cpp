@@ -347,34 +347,49 @@ void BM_ExpertStreamQ8(benchmark::State& state, kernels::Isa isa) {
 }
 BENCHMARK_CAPTURE(BM_ExpertStreamQ8, MXFP4/avx512, kernels::Isa::Avx512)->Arg(1)->Arg(2)->Arg(4)->UseRealTime();
 
-// Routed experts at K3's real shapes (the bench preset): n tokens through w1
-// and w3 (3072 x 3584 MXFP4) then w2 (3584 x 3072), each thread its own
-// experts back to back through kWeightBytes, as MoeLayer::runExperts hands
-// out whole experts. GB/s of weight bytes (data + scales) beside StreamRead.
-// (matvecQ8 is matmulQ8 with n = 1: the same kernels.)
+// K3's routed experts (the bench preset's shapes) back to back through the
+// pool: w1 and w3 (3072 x 3584 MXFP4) then w2 (3584 x 3072). Each benchmark
+// thread starts at its own share of them and walks on, as
+// MoeLayer::runExperts hands out whole experts.
+struct K3Experts {
+  static constexpr size_t kInter = 3072, kLatent = 3584;
+  static constexpr size_t kMatrixBytes = kInter * kLatent / 2, kMatrixScales = kInter * kLatent / kMxfp4Group;
+  static constexpr size_t kCount = kWeightBytes / (3 * kMatrixBytes);
+  static size_t first(const benchmark::State& state) {
+    return size_t(state.thread_index()) * kCount / size_t(state.threads());
+  }
+  static size_t next(size_t e) { return e + 1 == kCount ? 0 : e + 1; }
+  // Matrix m of expert e: 0 = w1, 1 = w3 (kInter x kLatent), 2 = w2 (kLatent x kInter).
+  static WeightView view(size_t e, size_t m) {
+    const size_t i = 3 * e + m;
+    const size_t rows = m == 2 ? kLatent : kInter, cols = m == 2 ? kInter : kLatent;
+    return WeightView{WeightFormat::MXFP4, rows, cols, pool().data.get() + i * kMatrixBytes,
+                      pool().ue8m0.get() + i * kMatrixScales};
+  }
+  // Weight bytes (data + scales) one expert's three matrices read.
+  static constexpr int64_t kBytesPerExpert = int64_t(3 * (kMatrixBytes + kMatrixScales));
+};
+
+// n tokens through each expert's w1 and w3, then w2, with int8 activations.
+// GB/s of weight bytes beside StreamRead. (matvecQ8 is matmulQ8 with n = 1:
+// the same kernels.)
 void runExpertsK3Q8(benchmark::State& state, kernels::Isa isa, size_t n) {
   if (skipUnsupported(state, isa)) return;
-  constexpr size_t kInter = 3072, kLatent = 3584;
-  const size_t matrixBytes = kInter * kLatent / 2, matrixScales = kInter * kLatent / kMxfp4Group;
-  const size_t count = kWeightBytes / (3 * matrixBytes);
-  std::vector<int8_t> xq(n * kLatent), hq(n * kInter);
-  std::vector<float> xs(n * kLatent / 32), hs(n * kInter / 32), h1(n * kInter), h3(n * kInter), y(n * kLatent);
-  quantizeActivationsQ8_32(pool().x.data(), n * kLatent, xq.data(), xs.data());
-  quantizeActivationsQ8_32(pool().x.data(), n * kInter, hq.data(), hs.data());
-  size_t e = size_t(state.thread_index()) * count / size_t(state.threads());
-  auto view = [&](size_t expert, size_t m, size_t rows, size_t cols) {
-    const size_t i = 3 * expert + m;
-    return WeightView{WeightFormat::MXFP4, rows, cols, pool().data.get() + i * matrixBytes,
-                      pool().ue8m0.get() + i * matrixScales};
-  };
+  using E = K3Experts;
+  std::vector<int8_t> xq(n * E::kLatent), hq(n * E::kInter);
+  std::vector<float> xs(n * E::kLatent / 32), hs(n * E::kInter / 32), h1(n * E::kInter), h3(n * E::kInter),
+      y(n * E::kLatent);
+  quantizeActivationsQ8_32(pool().x.data(), n * E::kLatent, xq.data(), xs.data());
+  quantizeActivationsQ8_32(pool().x.data(), n * E::kInter, hq.data(), hs.data());
+  size_t e = E::first(state);
   for (auto _ : state) {
-    matmulQ8(isa, view(e, 0, kInter, kLatent), xq.data(), xs.data(), n, h1.data(), 0, kInter);
-    matmulQ8(isa, view(e, 1, kInter, kLatent), xq.data(), xs.data(), n, h3.data(), 0, kInter);
-    matmulQ8(isa, view(e, 2, kLatent, kInter), hq.data(), hs.data(), n, y.data(), 0, kLatent);
+    matmulQ8(isa, E::view(e, 0), xq.data(), xs.data(), n, h1.data(), 0, E::kInter);
+    matmulQ8(isa, E::view(e, 1), xq.data(), xs.data(), n, h3.data(), 0, E::kInter);
+    matmulQ8(isa, E::view(e, 2), hq.data(), hs.data(), n, y.data(), 0, E::kLatent);
     benchmark::DoNotOptimize(y.data());
-    e = e + 1 == count ? 0 : e + 1;
+    e = E::next(e);
   }
-  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(3 * (matrixBytes + matrixScales)));
+  state.SetBytesProcessed(int64_t(state.iterations()) * E::kBytesPerExpert);
 }
 
 // Decode: one token per expert.
@@ -383,28 +398,21 @@ BENCHMARK_CAPTURE(BM_ExpertDecodeK3Q8, MXFP4/avx2, kernels::Isa::Avx2)->Threads(
 BENCHMARK_CAPTURE(BM_ExpertDecodeK3Q8, MXFP4/avx512, kernels::Isa::Avx512)->Threads(1)->Threads(2)->UseRealTime();
 
 // The same decode with f32 activations (--activations f32): matvec, the
-// 4-bit x f32 kernels, one token per expert, experts back to back from DRAM.
+// 4-bit x f32 kernels, one token per expert.
 void BM_ExpertDecodeK3(benchmark::State& state, kernels::Isa isa) {
   if (skipUnsupported(state, isa)) return;
-  constexpr size_t kInter = 3072, kLatent = 3584;
-  const size_t matrixBytes = kInter * kLatent / 2, matrixScales = kInter * kLatent / kMxfp4Group;
-  const size_t count = kWeightBytes / (3 * matrixBytes);
-  std::vector<float> h1(kInter), h3(kInter), y(kLatent);
+  using E = K3Experts;
+  std::vector<float> h1(E::kInter), h3(E::kInter), y(E::kLatent);
   const float* x = pool().x.data();
-  size_t e = size_t(state.thread_index()) * count / size_t(state.threads());
-  auto view = [&](size_t expert, size_t m, size_t rows, size_t cols) {
-    const size_t i = 3 * expert + m;
-    return WeightView{WeightFormat::MXFP4, rows, cols, pool().data.get() + i * matrixBytes,
-                      pool().ue8m0.get() + i * matrixScales};
-  };
+  size_t e = E::first(state);
   for (auto _ : state) {
-    matvec(isa, view(e, 0, kInter, kLatent), x, h1.data(), 0, kInter);
-    matvec(isa, view(e, 1, kInter, kLatent), x, h3.data(), 0, kInter);
-    matvec(isa, view(e, 2, kLatent, kInter), x, y.data(), 0, kLatent);
+    matvec(isa, E::view(e, 0), x, h1.data(), 0, E::kInter);
+    matvec(isa, E::view(e, 1), x, h3.data(), 0, E::kInter);
+    matvec(isa, E::view(e, 2), x, y.data(), 0, E::kLatent);
     benchmark::DoNotOptimize(y.data());
-    e = e + 1 == count ? 0 : e + 1;
+    e = E::next(e);
   }
-  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(3 * (matrixBytes + matrixScales)));
+  state.SetBytesProcessed(int64_t(state.iterations()) * E::kBytesPerExpert);
 }
 BENCHMARK_CAPTURE(BM_ExpertDecodeK3, MXFP4/avx2, kernels::Isa::Avx2)->Threads(1)->Threads(2)->UseRealTime();
 BENCHMARK_CAPTURE(BM_ExpertDecodeK3, MXFP4/avx512, kernels::Isa::Avx512)->Threads(1)->Threads(2)->UseRealTime();
